@@ -1,0 +1,122 @@
+# legacy-ml — `make help` lists the targets.
+#   make ISA=<isa> [THREADS=1|pthread] [ASM=0|1] [CROSS=<prefix>] [DEBUG=0|1] [ML_NO_MMAP=1]
+
+ISA      ?= scalar
+THREADS  ?= 1
+ASM      ?= 0
+DEBUG    ?= 0
+CROSS    ?=
+CC       := $(if $(filter default,$(origin CC)),$(CROSS)gcc,$(CC))
+PYTHON   ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import numpy' 2>/dev/null && echo $$p && break; done)
+MODELS   ?= ../shared/models
+
+ISAS     := scalar sse2 sse41 avx2 avxvnni avx512vnni neon neon_dotprod sve
+ifeq ($(filter $(ISA),$(ISAS)),)
+$(error unknown ISA='$(ISA)'; valid: $(ISAS))
+endif
+ifeq ($(filter $(THREADS),1 pthread),)
+$(error unknown THREADS='$(THREADS)'; valid: 1 pthread)
+endif
+
+# ---- the fallback chain: kernel folders compiled into an ISA's build ----
+CHAIN_scalar       := scalar
+CHAIN_sse2         := scalar sse2
+CHAIN_sse41        := $(CHAIN_sse2) sse41
+CHAIN_avx2         := $(CHAIN_sse41) avx2
+CHAIN_avxvnni      := $(CHAIN_avx2) avxvnni
+CHAIN_avx512vnni   := $(CHAIN_avxvnni) avx512vnni
+CHAIN_neon         := scalar neon
+CHAIN_neon_dotprod := $(CHAIN_neon) neon_dotprod
+CHAIN_sve          := $(CHAIN_neon_dotprod) sve
+CHAIN              := $(CHAIN_$(ISA))
+
+# ---- flags follow folders: only kernels/<isa>/ gets ISA flags. Each also
+# forbids the next ISA up, so a lower-ISA file cannot use a higher ISA. ----
+AARCH64            := $(findstring aarch64,$(shell $(CC) -dumpmachine 2>/dev/null))
+FLAGS_scalar       :=
+FLAGS_sse2         := -msse2 -mno-sse3
+FLAGS_sse41        := -msse4.1 -mno-sse4.2 -mno-avx
+FLAGS_avx2         := -mavx2 -mfma -mno-avx512f -mno-avxvnni
+FLAGS_avxvnni      := -mavx2 -mfma -mavxvnni -mno-avx512f
+FLAGS_avx512vnni   := -mavx512f -mavx512bw -mavx512vl -mavx512vnni -mfma
+FLAGS_neon         := $(if $(AARCH64),-march=armv8-a,-march=armv7-a -mfpu=neon -mfloat-abi=hard)
+FLAGS_neon_dotprod := -march=armv8.2-a+dotprod
+FLAGS_sve          := -march=armv8.2-a+dotprod+sve
+
+OPT      := $(if $(filter 1,$(DEBUG)),-O0 -g,-O2)
+CFLAGS   ?=
+CFLAGS   += -std=c11 $(OPT) -Wall -Wextra -ffp-contract=off -D_POSIX_C_SOURCE=200809L \
+            -I. -DML_ISA=$(ISA) -DML_THREADS_$(THREADS) \
+            $(if $(ML_NO_MMAP),-DML_NO_MMAP) $(EXTRA_CFLAGS)
+LDFLAGS  ?=
+LDLIBS   := -lm $(if $(filter pthread,$(THREADS)),-lpthread)
+
+NAME_SUFFIX := $(if $(filter pthread,$(THREADS)),-pthread)$(if $(ML_NO_MMAP),-nommap)$(if $(filter 1,$(DEBUG)),-debug)$(if $(filter 1,$(ASM)),-asm)
+BUILD    ?= build/$(ISA)$(NAME_SUFFIX)$(if $(filter-out gcc $(CROSS)gcc,$(CC)),-$(notdir $(CC)))
+
+# ---- sources ----
+LIB_SRC    := $(wildcard core/*.c model/*.c ops/*.c)
+GUARD_SRC  := core/isa_check.c app/main_guard.c
+LIB_SRC    := $(filter-out $(GUARD_SRC),$(LIB_SRC))
+# ASM=1: kernels listed in kernels/<isa>/asm.mk (ASM_KERNELS += name) come from name.S.
+ASM_KERNELS :=
+$(foreach i,$(CHAIN),$(eval -include kernels/$(i)/asm.mk)$(eval ASM_$(i) := $(ASM_KERNELS))$(eval ASM_KERNELS :=))
+ASM_FILES  = $(if $(filter 1,$(ASM)),$(foreach i,$(CHAIN),$(addprefix kernels/$(i)/,$(addsuffix .S,$(ASM_$(i))))))
+KERN_SRC   := $(foreach i,$(CHAIN),$(filter-out $(patsubst %.S,%.c,$(ASM_FILES)),$(wildcard kernels/$(i)/*.c)))
+TEST_SRC   := $(wildcard tests/test_*.c)
+
+obj = $(patsubst %,$(BUILD)/obj/%.o,$(basename $(1)))
+LIB_OBJ    := $(call obj,$(LIB_SRC) $(KERN_SRC) $(ASM_FILES))
+GUARD_OBJ  := $(call obj,$(GUARD_SRC))
+PROGS      := $(BUILD)/ml_run $(if $(wildcard app/ml_bench.c),$(BUILD)/ml_bench)
+TESTS      := $(patsubst tests/%.c,$(BUILD)/%,$(TEST_SRC))
+
+.PHONY: all help test test-all run clean
+all: $(PROGS) $(TESTS)
+
+help:
+	@echo "legacy-ml targets:"
+	@echo "  make [ISA=...]         build ml_run, ml_bench and the tests into build/<isa>/"
+	@echo "  make run               build, convert the default model, generate a story"
+	@echo "  make test              build and run every test for ISA (default scalar)"
+	@echo "  make test-all          every ISA this machine can build: one result matrix"
+	@echo "  make clean             remove build/"
+	@echo "options: ISA=$(ISAS)"
+	@echo "         THREADS=1|pthread ASM=0|1 DEBUG=0|1 CROSS=<prefix> ML_NO_MMAP=1 CC=clang"
+
+# ---- objects: baseline flags, except kernels/<isa>/ and the no-LTO guard ----
+$(BUILD)/obj/kernels/%.o: kernels/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(FLAGS_$(firstword $(subst /, ,$*))) -MMD -MP -c $< -o $@
+$(BUILD)/obj/kernels/%.o: kernels/%.S
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(FLAGS_$(firstword $(subst /, ,$*))) -c $< -o $@
+$(GUARD_OBJ): $(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fno-lto -MMD -MP -c $< -o $@
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/ml_run $(BUILD)/ml_bench: $(BUILD)/%: $(BUILD)/obj/app/%.o $(GUARD_OBJ) $(LIB_OBJ)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+$(TESTS): $(BUILD)/%: $(BUILD)/obj/tests/%.o $(GUARD_OBJ) $(LIB_OBJ)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(TEST_LDFLAGS_$(notdir $@))
+
+# test_noalloc counts the allocations our own objects make after load.
+TEST_LDFLAGS_test_noalloc := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# ---- running ----
+test: all
+	@BUILD=$(BUILD) ISA=$(ISA) PYTHON=$(PYTHON) MODELS=$(MODELS) RUNNER="$(RUNNER)" bash tests/run_tests.sh
+
+test-all:
+	@PYTHON=$(PYTHON) MODELS=$(MODELS) bash tests/test_all.sh
+
+run: all
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) MODELS=$(MODELS) bash tools/run_default.sh
+
+clean:
+	rm -rf build

@@ -1,0 +1,101 @@
+#include "core/file.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/quant.h"
+
+#if defined(_WIN32)
+#include <windows.h>
+#elif !defined(ML_NO_MMAP)
+#include <sys/mman.h>
+#endif
+
+/* ---- read fallback: the whole file in one aligned heap buffer ---------- */
+static ml_status read_whole(ml_file *f, FILE *fp, const char *path, size_t size, ml_err *err) {
+    size_t cap = (size + ML_ALIGN - 1) / ML_ALIGN * ML_ALIGN;
+    unsigned char *buf = aligned_alloc(ML_ALIGN, cap ? cap : ML_ALIGN);
+    if (!buf) return ml_errf(err, ML_E_NOMEM, "%s: cannot allocate %zu bytes to read it", path, size);
+    if (fread(buf, 1, size, fp) != size) {
+        free(buf);
+        return ml_errf(err, ML_E_IO, "%s: short read (expected %zu bytes)", path, size);
+    }
+    f->data = buf;
+    f->mapped = 0;
+    return ML_OK;
+}
+
+#if defined(_WIN32)
+static ml_status map_whole(ml_file *f, const char *path, ml_err *err) {
+    HANDLE fh = CreateFileA(path, GENERIC_READ, FILE_SHARE_READ, NULL, OPEN_EXISTING,
+                            FILE_ATTRIBUTE_NORMAL, NULL);
+    if (fh == INVALID_HANDLE_VALUE) return ml_errf(err, ML_E_IO, "%s: cannot open", path);
+    HANDLE mh = CreateFileMappingA(fh, NULL, PAGE_READONLY, 0, 0, NULL);
+    CloseHandle(fh); /* the mapping keeps the file alive */
+    if (!mh) return ml_errf(err, ML_E_IO, "%s: CreateFileMapping failed", path);
+    const void *p = MapViewOfFile(mh, FILE_MAP_READ, 0, 0, 0);
+    if (!p) {
+        CloseHandle(mh);
+        return ml_errf(err, ML_E_IO, "%s: MapViewOfFile failed", path);
+    }
+    f->data = p;
+    f->handle = mh;
+    f->mapped = 1;
+    return ML_OK;
+}
+#elif !defined(ML_NO_MMAP)
+static ml_status map_whole(ml_file *f, FILE *fp, const char *path, ml_err *err) {
+    void *p = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fileno(fp), 0);
+    if (p == MAP_FAILED) return ml_errf(err, ML_E_IO, "%s: mmap failed: %s", path, strerror(errno));
+    f->data = p;
+    f->mapped = 1;
+    return ML_OK;
+}
+#endif
+
+ml_status ml_file_open(ml_file *f, const char *path, int use_mmap, ml_err *err) {
+    memset(f, 0, sizeof *f);
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return ml_errf(err, ML_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode)) return ml_errf(err, ML_E_IO, "%s: not a regular file", path);
+    if ((uint64_t)st.st_size > (uint64_t)SIZE_MAX - ML_ALIGN)
+        return ml_errf(err, ML_E_NOMEM, "%s: %lld bytes do not fit in this address space", path,
+                       (long long)st.st_size);
+    f->size = (size_t)st.st_size;
+    if (f->size == 0) return ml_errf(err, ML_E_FORMAT, "%s: file is empty", path);
+
+#if defined(_WIN32)
+    if (use_mmap) return map_whole(f, path, err);
+#endif
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return ml_errf(err, ML_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    ml_status s;
+#if !defined(_WIN32) && !defined(ML_NO_MMAP)
+    s = use_mmap ? map_whole(f, fp, path, err) : read_whole(f, fp, path, f->size, err);
+#else
+    (void)use_mmap;
+    s = read_whole(f, fp, path, f->size, err);
+#endif
+    fclose(fp);
+    return s;
+}
+
+void ml_file_close(ml_file *f) {
+    if (!f->data) return;
+    if (!f->mapped) {
+        free((void *)f->data);
+    } else {
+#if defined(_WIN32)
+        UnmapViewOfFile(f->data);
+        CloseHandle(f->handle);
+#elif !defined(ML_NO_MMAP)
+        munmap((void *)f->data, f->size);
+#endif
+    }
+    memset(f, 0, sizeof *f);
+}

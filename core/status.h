@@ -1,0 +1,32 @@
+/* Status codes returned by every library function, and the error record that
+ * carries a human-readable reason up to app/ (the only layer that prints). */
+#ifndef ML_STATUS_H
+#define ML_STATUS_H
+
+#include <stddef.h>
+
+typedef enum {
+    ML_OK = 0,
+    ML_E_IO,      /* file missing, unreadable, short read, mmap failure */
+    ML_E_FORMAT,  /* bad magic, version, field value or file layout */
+    ML_E_SHAPE,   /* dimensions that break a kernel or format constraint */
+    ML_E_NOMEM,   /* arena or buffer allocation failed */
+    ML_E_ISA,     /* this CPU/OS lacks the instruction set the build needs */
+    ML_E_ARG,     /* caller passed an invalid value (prompt too long, ...) */
+    ML_STATUS_COUNT
+} ml_status;
+
+/* Why the last call failed: "field: expected X, got Y". Optional (may be NULL). */
+typedef struct { char msg[512]; } ml_err;
+
+/* Stable short name of a status code, e.g. "ML_E_FORMAT". */
+const char *ml_status_name(ml_status s);
+
+/* Record a formatted reason in e (if non-NULL) and return s. */
+ml_status ml_errf(ml_err *e, ml_status s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+#endif

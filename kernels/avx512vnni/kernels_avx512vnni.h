@@ -1,0 +1,17 @@
+/* Which kernels kernels/avx512vnni/ implements (1) and which fall back to the
+ * next lower ISA of the chain (0). See config/ml_config.h. */
+#ifndef ML_KERNELS_AVX512VNNI_H
+#define ML_KERNELS_AVX512VNNI_H
+
+#define ML_HAS_MATVEC_Q8_AVX512VNNI 0
+#define ML_HAS_MATVEC_Q4_AVX512VNNI 0
+#define ML_HAS_QUANTIZE_Q8_AVX512VNNI 0
+#define ML_HAS_RMSNORM_AVX512VNNI 0
+#define ML_HAS_SOFTMAX_AVX512VNNI 0
+#define ML_HAS_ROPE_AVX512VNNI 0
+#define ML_HAS_SILU_MUL_AVX512VNNI 0
+#define ML_HAS_ADD_AVX512VNNI 0
+#define ML_HAS_DOT_F32_AVX512VNNI 0
+#define ML_HAS_AXPY_F32_AVX512VNNI 0
+
+#endif

@@ -1,0 +1,17 @@
+/* Which kernels kernels/sse2/ implements (1) and which fall back to the
+ * next lower ISA of the chain (0). See config/ml_config.h. */
+#ifndef ML_KERNELS_SSE2_H
+#define ML_KERNELS_SSE2_H
+
+#define ML_HAS_MATVEC_Q8_SSE2 0
+#define ML_HAS_MATVEC_Q4_SSE2 0
+#define ML_HAS_QUANTIZE_Q8_SSE2 0
+#define ML_HAS_RMSNORM_SSE2 0
+#define ML_HAS_SOFTMAX_SSE2 0
+#define ML_HAS_ROPE_SSE2 0
+#define ML_HAS_SILU_MUL_SSE2 0
+#define ML_HAS_ADD_SSE2 0
+#define ML_HAS_DOT_F32_SSE2 0
+#define ML_HAS_AXPY_F32_SSE2 0
+
+#endif
