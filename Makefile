@@ -52,7 +52,7 @@ LDFLAGS  ?=
 LDLIBS   := -lm $(if $(filter pthread,$(THREADS)),-lpthread)
 
 NAME_SUFFIX := $(if $(filter pthread,$(THREADS)),-pthread)$(if $(ML_NO_MMAP),-nommap)$(if $(filter 1,$(DEBUG)),-debug)$(if $(filter 1,$(ASM)),-asm)
-BUILD    ?= build/$(ISA)$(NAME_SUFFIX)$(if $(filter-out gcc $(CROSS)gcc,$(CC)),-$(notdir $(CC)))
+BUILD    ?= build/$(ISA)$(NAME_SUFFIX)$(if $(CROSS),-$(CROSS:%-=%))$(if $(filter-out gcc $(CROSS)gcc,$(CC)),-$(notdir $(CC)))
 
 # ---- sources ----
 LIB_SRC    := $(wildcard core/*.c model/*.c ops/*.c)
@@ -68,10 +68,11 @@ TEST_SRC   := $(wildcard tests/test_*.c)
 obj = $(patsubst %,$(BUILD)/obj/%.o,$(basename $(1)))
 LIB_OBJ    := $(call obj,$(LIB_SRC) $(KERN_SRC) $(ASM_FILES))
 GUARD_OBJ  := $(call obj,$(GUARD_SRC))
+APP_OBJ    := $(call obj,app/cli.c)
 PROGS      := $(BUILD)/ml_run $(if $(wildcard app/ml_bench.c),$(BUILD)/ml_bench)
 TESTS      := $(patsubst tests/%.c,$(BUILD)/%,$(TEST_SRC))
 
-.PHONY: all help test test-all run clean
+.PHONY: all help test test-all run clean print-build
 all: $(PROGS) $(TESTS)
 
 help:
@@ -88,7 +89,8 @@ help:
 $(BUILD)/obj/kernels/%.o: kernels/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(FLAGS_$(firstword $(subst /, ,$*))) -MMD -MP -c $< -o $@
-$(BUILD)/obj/kernels/%.o: kernels/%.S
+# A static pattern rule, so it wins over the .c rule when name.c also exists.
+$(call obj,$(ASM_FILES)): $(BUILD)/obj/kernels/%.o: kernels/%.S
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(FLAGS_$(firstword $(subst /, ,$*))) -c $< -o $@
 $(GUARD_OBJ): $(BUILD)/obj/%.o: %.c
@@ -98,7 +100,7 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/ml_run $(BUILD)/ml_bench: $(BUILD)/%: $(BUILD)/obj/app/%.o $(GUARD_OBJ) $(LIB_OBJ)
+$(BUILD)/ml_run $(BUILD)/ml_bench: $(BUILD)/%: $(BUILD)/obj/app/%.o $(APP_OBJ) $(GUARD_OBJ) $(LIB_OBJ)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 $(TESTS): $(BUILD)/%: $(BUILD)/obj/tests/%.o $(GUARD_OBJ) $(LIB_OBJ)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(TEST_LDFLAGS_$(notdir $@))
@@ -109,8 +111,14 @@ TEST_LDFLAGS_test_noalloc := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wr
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # ---- running ----
+# MAKE_ARGS lets tests build sibling variants (scalar reference, ML_NO_MMAP) of this build.
 test: all
-	@BUILD=$(BUILD) ISA=$(ISA) PYTHON=$(PYTHON) MODELS=$(MODELS) RUNNER="$(RUNNER)" bash tests/run_tests.sh
+	@BUILD=$(BUILD) ISA=$(ISA) PYTHON=$(PYTHON) MODELS=$(MODELS) RUNNER="$(RUNNER)" \
+	  MAKE_ARGS="$(if $(filter-out default,$(origin CC)),CC=$(CC)) $(if $(CROSS),CROSS=$(CROSS)) THREADS=$(THREADS)" \
+	  bash tests/run_tests.sh
+
+print-build:
+	@echo $(BUILD)
 
 test-all:
 	@PYTHON=$(PYTHON) MODELS=$(MODELS) bash tests/test_all.sh

@@ -2,13 +2,24 @@
  * with baseline flags only and never LTO'd, so no instruction of the build's
  * ISA can run before the CPU has been checked (DESIGN §6). */
 #include <stdio.h>
+#include <string.h>
 
 #include "app/exit_codes.h"
 #include "core/isa_check.h"
 
 int ml_main(int argc, char **argv);
 
-int main(int argc, char **argv) {
+ML_GUARD_FN int main(int argc, char **argv) {
+    /* --cpu-info answers before the check, so even a build this CPU cannot
+     * run can say which build to use instead. */
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--cpu-info") == 0) {
+            char report[2048];
+            ml_isa_report(report, sizeof report);
+            fputs(report, stdout);
+            return ML_EXIT_OK;
+        }
+    }
     ml_err err;
     if (ml_isa_check(&err) != ML_OK) {
         fprintf(stderr, "%s\n", err.msg);

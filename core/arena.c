@@ -2,7 +2,6 @@
 
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "core/quant.h"
 
@@ -20,7 +19,6 @@ ml_status ml_arena_init(ml_arena *a, size_t cap, ml_err *err) {
     /* aligned_alloc needs a size that is a multiple of the alignment: cap is. */
     void *p = aligned_alloc(ML_ALIGN, cap ? cap : ML_ALIGN);
     if (!p) return ml_errf(err, ML_E_NOMEM, "arena: cannot allocate %zu bytes", cap);
-    memset(p, 0, cap);
     a->base = p;
     a->cap = cap;
     return ML_OK;

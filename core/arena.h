@@ -17,7 +17,9 @@ typedef struct {
 ml_status ml_arena_init(ml_arena *a, size_t cap, ml_err *err);
 void ml_arena_free(ml_arena *a);
 
-/* 64-byte-aligned, zeroed block of n bytes, or NULL when the arena is full. */
+/* 64-byte-aligned block of n bytes, or NULL when the arena is full. Not
+ * zeroed: pages are touched only when used, so a large KV cache costs
+ * memory only as far as the context actually reaches. */
 void *ml_arena_alloc(ml_arena *a, size_t n);
 
 /* n rounded up to the arena alignment; SIZE_MAX when that overflows. */

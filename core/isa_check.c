@@ -1,17 +1,378 @@
-/* Minimal guard for the scalar build; the x86/ARM feature detection lands
- * with the SIMD builds. */
+/* CPU / OS feature detection and the start-up ISA guard (DESIGN §6).
+ *
+ * Runs before any ISA-compiled code, so this file is built with baseline flags
+ * only, never LTO'd, and every function carries ML_GUARD_FN. Data flow, top to
+ * bottom: names and requirements -> read the host -> decode recorded registers
+ * -> decide (check, best build, report). Only "read" touches the CPU; the rest
+ * is plain C that tests/test_isa_check.c drives with recorded CPUs. */
 #include "core/isa_check.h"
 
+#include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
-#define ML_STR_(a) #a
-#define ML_STR(a) ML_STR_(a)
+#include "config/ml_config.h"
 
-ml_status ml_isa_check(ml_err *err) {
-    (void)err;
-    return ML_OK;
+#if defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86)
+#define ML_HOST_X86 1
+#if defined(_MSC_VER)
+#include <intrin.h>
+#else
+#include <cpuid.h>
+#endif
+#endif
+
+#if (defined(__aarch64__) || defined(__arm__)) && defined(__linux__)
+#define ML_HOST_ARM_LINUX 1
+#include <sys/auxv.h>
+#endif
+
+/* ==== names and requirements ============================================= */
+
+static const char *const feature_names[ML_F_COUNT] = {
+    "SSE2", "SSE3", "SSSE3", "SSE4.1", "OSXSAVE", "AVX", "FMA", "AVX2",
+    "OS-YMM", "AVX-VNNI", "AVX-512F", "AVX-512BW", "AVX-512VL", "AVX-512VNNI",
+    "OS-ZMM",
+    "NEON", "DOTPROD", "SVE",
+};
+
+static const char *const build_names[ML_BUILD_COUNT] = {
+    "scalar", "sse2", "sse41", "avx2", "avxvnni", "avx512vnni", "neon", "neon_dotprod", "sve",
+};
+
+ML_GUARD_FN const char *ml_cpu_feature_name(ml_cpu_feature f) {
+    return (f >= 0 && f < ML_F_COUNT) ? feature_names[f] : "?";
 }
 
-void ml_isa_report(char *buf, size_t len) {
-    snprintf(buf, len, "build: %s\n", ML_STR(ML_ISA));
+ML_GUARD_FN const char *ml_build_name(ml_build b) {
+    return (b >= 0 && b < ML_BUILD_COUNT) ? build_names[b] : "?";
+}
+
+ML_GUARD_FN int ml_build_from_name(const char *name) {
+    for (int b = 0; b < ML_BUILD_COUNT; b++)
+        if (strcmp(name, build_names[b]) == 0) return b;
+    return -1;
+}
+
+ML_GUARD_FN ml_build ml_build_this(void) {
+    int b = ml_build_from_name(ML_ISA_NAME);
+    return b < 0 ? ML_BUILD_SCALAR : (ml_build)b;
+}
+
+/* The avx512vnni build links the avxvnni kernels as its fallback (the chain in
+ * config/ml_config.h). They use VEX vpdpbusd, which AVX-512 VNNI CPUs such as
+ * Cascade Lake, Ice Lake and Zen 4 lack — so AVX-VNNI is required only while
+ * some kernel actually resolves to kernels/avxvnni/. */
+#define ML_USES_AVXVNNI_(ret, name, NAME, params) \
+    || (!ML_HAS_##NAME##_AVX512VNNI && ML_HAS_##NAME##_AVXVNNI)
+enum { ML_AVX512VNNI_FALLS_BACK_TO_AVXVNNI = 0 ML_KERNELS(ML_USES_AVXVNNI_) };
+
+/* What each build executes: its own kernels plus every kernel of the chain
+ * below it (-msse4.1 also lets the compiler emit SSE3/SSSE3). NEON is always
+ * set on AArch64, so the neon row serves ARMv7 and AArch64. The sve build
+ * links the dotprod kernels as fallback, hence DOTPROD. */
+#define F(x) ML_FBIT(ML_F_##x)
+ML_GUARD_FN uint32_t ml_build_requires(ml_build b) {
+    const uint32_t sse41 = F(SSE2) | F(SSE3) | F(SSSE3) | F(SSE41);
+    const uint32_t avx2 = sse41 | F(AVX) | F(FMA) | F(AVX2) | F(OS_YMM);
+    const uint32_t avx512 = avx2 | F(AVX512F) | F(AVX512BW) | F(AVX512VL) | F(AVX512VNNI) |
+                            F(OS_ZMM) | (ML_AVX512VNNI_FALLS_BACK_TO_AVXVNNI ? F(AVXVNNI) : 0);
+    switch (b) {
+    case ML_BUILD_SCALAR: return 0;
+    case ML_BUILD_SSE2: return F(SSE2);
+    case ML_BUILD_SSE41: return sse41;
+    case ML_BUILD_AVX2: return avx2;
+    case ML_BUILD_AVXVNNI: return avx2 | F(AVXVNNI);
+    case ML_BUILD_AVX512VNNI: return avx512;
+    case ML_BUILD_NEON: return F(NEON);
+    case ML_BUILD_NEON_DOTPROD: return F(NEON) | F(DOTPROD);
+    case ML_BUILD_SVE: return F(NEON) | F(DOTPROD) | F(SVE);
+    default: return 0;
+    }
+}
+
+/* ==== read the host ======================================================= */
+
+#if defined(ML_HOST_X86)
+ML_GUARD_FN static void cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4]) {
+#if defined(_MSC_VER)
+    int v[4];
+    __cpuidex(v, (int)leaf, (int)sub);
+    for (int i = 0; i < 4; i++) r[i] = (uint32_t)v[i];
+#else
+    /* sub-leaf explicit: leaf 7 without ECX = 0 returns garbage on some CPUs */
+    __cpuid_count(leaf, sub, r[0], r[1], r[2], r[3]);
+#endif
+}
+
+/* XGETBV raises #UD unless CPUID.1:ECX.OSXSAVE is set; the caller checks.
+ * Spelled as bytes so no -mxsave is needed. */
+ML_GUARD_FN static uint64_t xgetbv0(void) {
+#if defined(_MSC_VER)
+    return _xgetbv(0);
+#else
+    uint32_t lo, hi;
+    __asm__ volatile(".byte 0x0f, 0x01, 0xd0" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+#endif
+}
+#endif
+
+ML_GUARD_FN void ml_x86_read(ml_x86_regs *r) {
+    memset(r, 0, sizeof *r);
+#if defined(ML_HOST_X86)
+    uint32_t v[4];
+#if defined(_MSC_VER)
+    cpuid(0, 0, v);
+    r->max_leaf = v[0];
+#else
+    r->max_leaf = __get_cpuid_max(0, NULL); /* 0 on an i386 without CPUID */
+#endif
+    if (r->max_leaf >= 1) {
+        cpuid(1, 0, v);
+        r->l1_ecx = v[2];
+        r->l1_edx = v[3];
+    }
+    if (r->max_leaf >= 7) {
+        cpuid(7, 0, v);
+        r->l7_eax = v[0];
+        r->l7_ebx = v[1];
+        r->l7_ecx = v[2];
+        if (r->l7_eax >= 1) {
+            cpuid(7, 1, v);
+            r->l7s1_eax = v[0];
+        }
+    }
+    if (r->l1_ecx & (UINT32_C(1) << 27)) r->xcr0 = xgetbv0();
+#endif
+}
+
+/* ==== decode recorded registers =========================================== */
+
+#define BIT(reg, n) (((reg) >> (n)) & 1u)
+
+ML_GUARD_FN void ml_x86_decode(const ml_x86_regs *r, ml_cpu_features *f) {
+    memset(f, 0, sizeof *f);
+    f->arch = ML_ARCH_X86;
+    f->detected = 1;
+    uint32_t has = 0;
+    if (r->max_leaf >= 1) {
+        has |= BIT(r->l1_edx, 26) << ML_F_SSE2;
+        has |= BIT(r->l1_ecx, 0) << ML_F_SSE3;
+        has |= BIT(r->l1_ecx, 9) << ML_F_SSSE3;
+        has |= BIT(r->l1_ecx, 19) << ML_F_SSE41;
+        has |= BIT(r->l1_ecx, 12) << ML_F_FMA;
+        has |= BIT(r->l1_ecx, 27) << ML_F_OSXSAVE;
+        has |= BIT(r->l1_ecx, 28) << ML_F_AVX;
+    }
+    if (r->max_leaf >= 7) {
+        has |= BIT(r->l7_ebx, 5) << ML_F_AVX2;
+        has |= BIT(r->l7_ebx, 16) << ML_F_AVX512F;
+        has |= BIT(r->l7_ebx, 30) << ML_F_AVX512BW;
+        has |= BIT(r->l7_ebx, 31) << ML_F_AVX512VL;
+        has |= BIT(r->l7_ecx, 11) << ML_F_AVX512VNNI;
+        if (r->l7_eax >= 1) has |= BIT(r->l7s1_eax, 4) << ML_F_AVXVNNI;
+    }
+    /* The OS must save the wider registers on a context switch: XCR0 bits 1,2
+     * (SSE, AVX upper halves) and 5,6,7 (opmask, ZMM0-15 upper, ZMM16-31). */
+    if (has & F(OSXSAVE)) {
+        if ((r->xcr0 & 0x06) == 0x06) has |= F(OS_YMM);
+        if ((r->xcr0 & 0xe0) == 0xe0) has |= F(OS_ZMM);
+    }
+    f->has = has;
+    snprintf(f->source, sizeof f->source, "cpuid max leaf 0x%x, leaf 7 max sub-leaf %u, xcr0 0x%llx",
+             (unsigned)r->max_leaf, (unsigned)(r->max_leaf >= 7 ? r->l7_eax : 0),
+             (unsigned long long)((has & F(OSXSAVE)) ? r->xcr0 : 0));
+}
+
+/* Linux hwcap bits, defined here because older headers lack some. */
+#define ML_HWCAP_ARM_NEON (1ul << 12)   /* ARM32 AT_HWCAP */
+#define ML_HWCAP_A64_ASIMDDP (1ul << 20) /* AArch64 AT_HWCAP */
+#define ML_HWCAP_A64_SVE (1ul << 22)     /* AArch64 AT_HWCAP */
+
+ML_GUARD_FN void ml_arm_decode(int aarch64, unsigned long hwcap, unsigned long hwcap2,
+                               ml_cpu_features *f) {
+    memset(f, 0, sizeof *f);
+    f->detected = 1;
+    if (aarch64) {
+        /* Advanced SIMD is mandatory in AArch64. dotprod has no reliable ARM32
+         * hwcap, so DOTPROD and SVE are AArch64-only. */
+        f->arch = ML_ARCH_AARCH64;
+        f->has = F(NEON);
+        if (hwcap & ML_HWCAP_A64_ASIMDDP) f->has |= F(DOTPROD);
+        if (hwcap & ML_HWCAP_A64_SVE) f->has |= F(SVE);
+    } else {
+        f->arch = ML_ARCH_ARM32;
+        if (hwcap & ML_HWCAP_ARM_NEON) f->has |= F(NEON);
+    }
+    snprintf(f->source, sizeof f->source, "getauxval AT_HWCAP 0x%lx, AT_HWCAP2 0x%lx", hwcap, hwcap2);
+}
+
+ML_GUARD_FN void ml_cpu_detect(ml_cpu_features *f) {
+#if defined(ML_HOST_X86)
+    ml_x86_regs r;
+    ml_x86_read(&r);
+    ml_x86_decode(&r, f);
+#elif defined(ML_HOST_ARM_LINUX)
+#ifndef AT_HWCAP2
+#define AT_HWCAP2 26
+#endif
+#if defined(__aarch64__)
+    ml_arm_decode(1, getauxval(AT_HWCAP), getauxval(AT_HWCAP2), f);
+#else
+    ml_arm_decode(0, getauxval(AT_HWCAP), getauxval(AT_HWCAP2), f);
+#endif
+#else
+    /* No run-time detection (e.g. ARM outside Linux): trust the build. */
+    memset(f, 0, sizeof *f);
+#if defined(__aarch64__)
+    f->arch = ML_ARCH_AARCH64;
+#elif defined(__arm__)
+    f->arch = ML_ARCH_ARM32;
+#endif
+    snprintf(f->source, sizeof f->source, "no run-time detection on this platform");
+#endif
+}
+
+/* ==== decide ============================================================== */
+
+/* Fastest first, per architecture. */
+static const ml_build x86_order[] = {ML_BUILD_AVX512VNNI, ML_BUILD_AVXVNNI, ML_BUILD_AVX2,
+                                     ML_BUILD_SSE41, ML_BUILD_SSE2};
+static const ml_build a64_order[] = {ML_BUILD_SVE, ML_BUILD_NEON_DOTPROD, ML_BUILD_NEON};
+static const ml_build arm32_order[] = {ML_BUILD_NEON};
+
+ML_GUARD_FN static int build_arch_matches(ml_build b, ml_cpu_arch arch) {
+    switch (arch) {
+    case ML_ARCH_X86: return b <= ML_BUILD_AVX512VNNI;
+    case ML_ARCH_AARCH64: return b == ML_BUILD_SCALAR || b >= ML_BUILD_NEON;
+    case ML_ARCH_ARM32: return b == ML_BUILD_SCALAR || b == ML_BUILD_NEON;
+    default: return b == ML_BUILD_SCALAR;
+    }
+}
+
+ML_GUARD_FN static int can_run(ml_build b, const ml_cpu_features *f) {
+    uint32_t need = ml_build_requires(b);
+    return (f->has & need) == need;
+}
+
+ML_GUARD_FN ml_build ml_best_build(const ml_cpu_features *f) {
+    const ml_build *order = NULL;
+    size_t n = 0;
+    switch (f->arch) {
+    case ML_ARCH_X86: order = x86_order, n = sizeof x86_order / sizeof *order; break;
+    case ML_ARCH_AARCH64: order = a64_order, n = sizeof a64_order / sizeof *order; break;
+    case ML_ARCH_ARM32: order = arm32_order, n = sizeof arm32_order / sizeof *order; break;
+    default: break;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (can_run(order[i], f)) return order[i];
+    return ML_BUILD_SCALAR;
+}
+
+/* Bounded appending into buf; never overflows, always terminated. */
+typedef struct { char *buf; size_t len, pos; } outbuf;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+ML_GUARD_FN static void put(outbuf *o, const char *fmt, ...) {
+    if (o->len == 0 || o->pos >= o->len - 1) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(o->buf + o->pos, o->len - o->pos, fmt, ap);
+    va_end(ap);
+    if (k > 0) o->pos = (o->pos + (size_t)k < o->len) ? o->pos + (size_t)k : o->len - 1;
+}
+
+/* OS register state is worth naming only when the CPU has the instructions;
+ * "the OS does not save ZMM" on a CPU without AVX-512 is noise. */
+ML_GUARD_FN static uint32_t missing_of(ml_build b, const ml_cpu_features *f) {
+    uint32_t miss = ml_build_requires(b) & ~f->has;
+    if (!(f->has & F(AVX))) miss &= ~F(OS_YMM);
+    if (!(f->has & F(AVX512F))) miss &= ~F(OS_ZMM);
+    return miss;
+}
+
+ML_GUARD_FN static void put_features(outbuf *o, uint32_t set) {
+    const char *sep = "";
+    for (int i = 0; i < ML_F_COUNT; i++)
+        if (set & ML_FBIT(i)) put(o, "%s%s", sep, feature_names[i]), sep = ", ";
+}
+
+ML_GUARD_FN static void put_advice(outbuf *o, const ml_cpu_features *f) {
+    ml_build best = ml_best_build(f);
+    put(o, "Use the %s build (make ISA=%s).", build_names[best], build_names[best]);
+}
+
+ML_GUARD_FN ml_status ml_isa_check_for(ml_build b, const ml_cpu_features *f, ml_err *err) {
+    if (!f->detected || can_run(b, f)) return ML_OK;
+    if (!err) return ML_E_ISA;
+    outbuf o = {err->msg, sizeof err->msg, 0};
+    err->msg[0] = '\0';
+    uint32_t miss = missing_of(b, f);
+    const uint32_t os = F(OS_YMM) | F(OS_ZMM);
+    put(&o, "legacy-ml: this binary was built for %s but ", build_names[b]);
+    if (miss & ~os) {
+        put(&o, "this CPU lacks: ");
+        put_features(&o, miss & ~os);
+        put(&o, "%s", (miss & os) ? "; and " : ". ");
+    }
+    if (miss & os) {
+        put(&o, "the OS does not enable the register state (XCR0) for: ");
+        put_features(&o, miss & os);
+        put(&o, ". ");
+    }
+    put_advice(&o, f);
+    return ML_E_ISA;
+}
+
+ML_GUARD_FN void ml_isa_report_for(ml_build b, const ml_cpu_features *f, char *buf, size_t len) {
+    static const char *const arch_names[] = {"unknown", "x86", "ARM32", "AArch64"};
+    outbuf o = {buf, len, 0};
+    if (len) buf[0] = '\0';
+    put(&o, "legacy-ml CPU report\n");
+    put(&o, "  this binary : %s build, needs: ", build_names[b]);
+    if (ml_build_requires(b)) put_features(&o, ml_build_requires(b));
+    else put(&o, "nothing beyond the baseline");
+    put(&o, "\n  CPU         : %s (%s)\n", arch_names[f->arch], f->source);
+    if (f->detected) {
+        /* Each feature of this architecture, yes/no. */
+        int lo = f->arch == ML_ARCH_X86 ? ML_F_SSE2 : ML_F_NEON;
+        int hi = f->arch == ML_ARCH_X86 ? ML_F_OS_ZMM : ML_F_SVE;
+        if (f->arch == ML_ARCH_ARM32) hi = ML_F_NEON;
+        for (int i = lo; i <= hi; i++)
+            put(&o, "    %-12s %s\n", feature_names[i], (f->has & ML_FBIT(i)) ? "yes" : "no");
+        put(&o, "  runs here   : ");
+        const char *sep = "";
+        for (int i = 0; i < ML_BUILD_COUNT; i++)
+            if (build_arch_matches((ml_build)i, f->arch) && can_run((ml_build)i, f))
+                put(&o, "%s%s", sep, build_names[i]), sep = " ";
+        put(&o, "\n  this build  : ");
+        if (can_run(b, f)) {
+            put(&o, "supported\n");
+        } else {
+            ml_err e;
+            ml_isa_check_for(b, f, &e);
+            put(&o, "NOT supported. %s\n", e.msg);
+        }
+        put(&o, "  best build  : %s (make ISA=%s)\n", build_names[ml_best_build(f)],
+            build_names[ml_best_build(f)]);
+    } else {
+        put(&o, "  this build  : assumed supported (no run-time detection here)\n");
+    }
+}
+
+/* ==== the host ============================================================ */
+
+ML_GUARD_FN ml_status ml_isa_check(ml_err *err) {
+    ml_cpu_features f;
+    ml_cpu_detect(&f);
+    return ml_isa_check_for(ml_build_this(), &f, err);
+}
+
+ML_GUARD_FN void ml_isa_report(char *buf, size_t len) {
+    ml_cpu_features f;
+    ml_cpu_detect(&f);
+    ml_isa_report_for(ml_build_this(), &f, buf, len);
 }

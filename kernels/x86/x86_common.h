@@ -1,0 +1,31 @@
+/* Helpers shared by the x86 kernel folders (sse2 .. avx512vnni). Headers
+ * only: the Makefile compiles every .c of a chain folder, never this one. */
+#ifndef ML_X86_COMMON_H
+#define ML_X86_COMMON_H
+
+/* Small per-ISA helpers must inline into the loops that call them, or each
+ * 16-byte block costs a call and spills every vector argument. */
+#if defined(_MSC_VER) && !defined(__clang__)
+#define ML_INLINE static __forceinline
+#else
+#define ML_INLINE static inline __attribute__((always_inline))
+#endif
+
+/* Fully unroll the next loop (constant trip count): the block and row loops
+ * of the matvec bodies must become straight code so their vectors stay in
+ * registers; gcc -O2 would otherwise keep them as loops over stack arrays. */
+#if defined(__clang__)
+#define ML_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__)
+#define ML_UNROLL _Pragma("GCC unroll 16")
+#else
+#define ML_UNROLL
+#endif
+
+/* Blocks whose max|x| is below this quantize to d = 0, q = 0. Must equal
+ * kernels/scalar/quantize_q8.c (its comment says why the threshold exists). */
+#ifndef ML_Q8_AMAX_MIN
+#define ML_Q8_AMAX_MIN 1e-30f
+#endif
+
+#endif

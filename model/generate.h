@@ -1,0 +1,29 @@
+/* The decoding loop shared by ml_run, the tests and the benchmark: feed the
+ * prompt (teacher forcing), then sample until a stop token or `steps`. */
+#ifndef ML_GENERATE_H
+#define ML_GENERATE_H
+
+#include "model/model.h"
+#include "model/sampler.h"
+
+#define ML_TOKEN_BOS 1
+#define ML_TOKEN_EOS 2
+
+typedef struct {
+    /* Called for every position with its logits, before sampling. Optional. */
+    void (*on_logits)(void *ud, int pos, const float *logits, int vocab);
+    /* Called with each token that follows `prev` (forced or sampled), except
+     * a final stop token. Optional. */
+    void (*on_token)(void *ud, int prev, int token);
+    void *ud;
+} ml_gen_callbacks;
+
+/* prompt[0] is normally BOS; 1 <= n_prompt <= steps <= context.
+ * Like llama2.c, runs `steps` positions and emits the token that follows
+ * each (the last one is emitted, never fed); stops early when a sampled
+ * token is BOS or EOS (llama2.c-trained models end a story with BOS).
+ * *n_pos: positions run. */
+ml_status ml_generate(ml_model *m, ml_sampler *smp, const int *prompt, int n_prompt, int steps,
+                      const ml_gen_callbacks *cb, int *n_pos, ml_err *err);
+
+#endif

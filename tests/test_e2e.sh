@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# End to end (DESIGN §7.3): a random tiny model and the real models of
+# ../shared/models, run through ml_run. Checks determinism, mmap vs read
+# builds, the stories260K golden output, and (for SIMD builds) logits and
+# greedy tokens against the scalar build of the same toolchain.
+# env: BUILD ISA PYTHON MODELS RUNNER MAKE_ARGS (set by tests/run_tests.sh / make test)
+set -u
+cd "$(dirname "$0")/.."
+: "${BUILD:=build/scalar}" "${ISA:=scalar}" "${PYTHON:=python3}" "${MODELS:=../shared/models}"
+: "${RUNNER:=}" "${MAKE_ARGS:=}"
+P=0 F=0 S=0
+ok()   { P=$((P + 1)); echo "ok - $1"; }
+bad()  { F=$((F + 1)); echo "FAIL - $1"; }
+skip() { S=$((S + 1)); echo "SKIP - $1"; }
+check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
+finish() { echo "#summary passed=$P failed=$F skipped=$S"; [ "$F" -eq 0 ]; exit; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mdir=build/models
+mkdir -p "$mdir"
+# shellcheck disable=SC2086
+run() { $RUNNER "$BUILD/ml_run" "$@"; }
+
+if [ -z "$PYTHON" ] || ! "$PYTHON" -c 'import numpy' 2>/dev/null; then
+    skip "e2e: no python3 with numpy to make test models (pip install numpy)"
+    finish
+fi
+
+# Reference builds: same toolchain, scalar ISA, and this ISA with the read fallback.
+# shellcheck disable=SC2086
+REF=$(make -s ISA=scalar $MAKE_ARGS print-build)
+# shellcheck disable=SC2086
+NOMMAP=$(make -s ISA="$ISA" ML_NO_MMAP=1 $MAKE_ARGS print-build)
+# shellcheck disable=SC2086
+make -s ISA=scalar $MAKE_ARGS "$REF/ml_run" >/dev/null || bad "build $REF/ml_run"
+# shellcheck disable=SC2086
+make -s ISA="$ISA" ML_NO_MMAP=1 $MAKE_ARGS "$NOMMAP/ml_run" >/dev/null || bad "build $NOMMAP/ml_run"
+
+# Compare this build with the scalar one on model $1 / tokenizer $2: logits
+# over 16 teacher-forced+generated steps within 1e-3, and identical greedy ids.
+compare_with_scalar() {
+    local name=$1 model=$2 tok=$3 vocab=$4 prompt=$5
+    if [ "$ISA" = scalar ]; then return; fi
+    # shellcheck disable=SC2086
+    $RUNNER "$REF/ml_run" -m "$model" -z "$tok" -i "$prompt" -n 16 --temp 0 --logits "$tmp/ref.f32" >/dev/null 2>&1
+    run -m "$model" -z "$tok" -i "$prompt" -n 16 --temp 0 --logits "$tmp/isa.f32" >/dev/null 2>&1
+    local out rc
+    out=$("$PYTHON" tests/compare_logits.py "$tmp/isa.f32" "$tmp/ref.f32" "$vocab" 1e-3); rc=$?
+    check "$name: logits vs scalar within 1e-3 over 16 steps ($out)" "[ $rc -eq 0 ]"
+    # shellcheck disable=SC2086
+    $RUNNER "$REF/ml_run" -m "$model" -z "$tok" -i "$prompt" -n 0 --temp 0 --ids "$tmp/ref.ids" >/dev/null 2>&1
+    run -m "$model" -z "$tok" -i "$prompt" -n 0 --temp 0 --ids "$tmp/isa.ids" >/dev/null 2>&1
+    check "$name: greedy tokens identical to scalar over the whole context ($(wc -l <"$tmp/ref.ids") tokens)" \
+        "[ -s '$tmp/ref.ids' ] && cmp -s '$tmp/ref.ids' '$tmp/isa.ids'"
+}
+
+# ---- a random tiny model (no ../shared needed) --------------------------
+for wt in q8_0 q4_0; do
+    m="$mdir/e2e_random_$wt.mlb" t="$mdir/e2e_random_tok.bin"
+    [ -f "$m" ] || "$PYTHON" tools/gen_random.py "$m" --dim 64 --n-layers 2 --n-heads 4 --n-kv-heads 2 \
+        --hidden-dim 96 --vocab 320 --max-seq 64 --wtype "$wt" --seed 5 --unshared --tokenizer "$t" >/dev/null \
+        || bad "gen_random $wt"
+    a=$(run -m "$m" -z "$t" -i "hello" -n 40 --temp 0 2>/dev/null); rc=$?
+    b=$(run -m "$m" -z "$t" -i "hello" -n 40 --temp 0 2>/dev/null)
+    check "random $wt: greedy run succeeds and repeats exactly" "[ $rc -eq 0 ] && [ -n \"\$a\" ] && [ \"\$a\" = \"\$b\" ]"
+    a=$(run -m "$m" -z "$t" -n 40 --temp 0.9 --top-p 0.8 -s 7 2>/dev/null)
+    b=$(run -m "$m" -z "$t" -n 40 --temp 0.9 --top-p 0.8 -s 7 2>/dev/null)
+    c=$(run -m "$m" -z "$t" -n 40 --temp 0.9 --top-p 0.8 -s 8 2>/dev/null)
+    check "random $wt: seeded sampling repeats; another seed differs" "[ \"\$a\" = \"\$b\" ] && [ \"\$a\" != \"\$c\" ]"
+    run -m "$m" -z "$t" -i "hello" -n 40 --temp 0 --logits "$tmp/mmap.f32" >/dev/null 2>&1
+    run -m "$m" -z "$t" -i "hello" -n 40 --temp 0 --no-mmap --logits "$tmp/read.f32" >/dev/null 2>&1
+    # shellcheck disable=SC2086
+    $RUNNER "$NOMMAP/ml_run" -m "$m" -z "$t" -i "hello" -n 40 --temp 0 --logits "$tmp/nommap.f32" >/dev/null 2>&1
+    check "random $wt: mmap, --no-mmap and the ML_NO_MMAP=1 build give bit-identical logits" \
+        "[ -s '$tmp/mmap.f32' ] && cmp -s '$tmp/mmap.f32' '$tmp/read.f32' && cmp -s '$tmp/mmap.f32' '$tmp/nommap.f32'"
+    n=$(run -m "$m" -z "$t" -n 0 --temp 0 --ids "$tmp/full.ids" 2>&1 >/dev/null | grep -c "tok/s")
+    check "random $wt: -n 0 runs to the end of the context and stops cleanly" "[ $n -eq 1 ] && [ \$(wc -l <'$tmp/full.ids') -le 65 ]"
+    compare_with_scalar "random $wt" "$m" "$t" 320 "hello"
+done
+
+# ---- real models ----------------------------------------------------------
+if [ ! -d "$MODELS" ]; then
+    skip "real models: $MODELS not found (they live in ../shared/models in the dev setup)"
+    finish
+fi
+convert() {  # source, name, wtype -> path of the .mlb
+    local out="$mdir/$2_$3.mlb"
+    if [ ! -f "$out" ] || [ "$out" -ot tools/convert.py ]; then
+        "$PYTHON" tools/convert.py "$1" "$out" --wtype "$3" >/dev/null 2>"$tmp/convert.err" || { cat "$tmp/convert.err"; return 1; }
+    fi
+    echo "$out"
+}
+S260="$MODELS/stories260K"
+declare -a REAL=(
+    "stories260K|$S260/stories260K.bin|$S260/tok512.bin|512|Once upon a time"
+    "stories260K-hf|$MODELS/stories260K-hf|$S260/tok512.bin|512|Once upon a time"
+    "stories260K-xs|$MODELS/stories260K-xs-retrain/stories260K_xs_retrain.bin|$MODELS/stories260K-xs-retrain/tok512.bin|512|Lily went"
+    "aidreams260K|$MODELS/aidreams260K/aidreams260K.bin|$MODELS/aidreams260K/tok512.bin|512|Echoes"
+    "zh-poem-750K|$MODELS/zh-poem-750K/poem_model.bin|$MODELS/zh-poem-750K/poem_tok.bin|2048|主题：明月 体裁：五绝"
+)
+for row in "${REAL[@]}"; do
+    IFS='|' read -r name src tok vocab prompt <<<"$row"
+    if [ ! -e "$src" ]; then skip "$name: $src not found"; continue; fi
+    for wt in q8_0 q4_0; do
+        m=$(convert "$src" "$name" "$wt") || { bad "$name $wt: convert"; continue; }
+        out=$(run -m "$m" -z "$tok" -i "$prompt" -n 64 --temp 0 2>"$tmp/err"); rc=$?
+        check "$name $wt: greedy generation runs (exit $rc, $(wc -c <<<"$out") bytes)" "[ $rc -eq 0 ] && [ \${#out} -gt ${#prompt} ]"
+        compare_with_scalar "$name $wt" "$m" "$tok" "$vocab" "$prompt"
+    done
+done
+
+# ---- golden: stories260K Q8_0, greedy, fixed prompt, exact tokens ----------
+if [ -f "$S260/stories260K.bin" ]; then
+    m=$(convert "$S260/stories260K.bin" stories260K q8_0)
+    run -m "$m" -z "$S260/tok512.bin" -i "Once upon a time" -n 128 --temp 0 --ids "$tmp/golden.ids" >"$tmp/golden.txt" 2>/dev/null
+    check "golden: stories260K Q8_0 greedy ids match tests/golden/stories260K_q8_0.ids" \
+        "cmp -s '$tmp/golden.ids' tests/golden/stories260K_q8_0.ids"
+    check "golden: the story opens like llama2.c's fp32 run" \
+        "grep -q '^Once upon a time, there was a little girl named Lily. She loved to play outside in the park.' '$tmp/golden.txt'"
+    hf=$(convert "$MODELS/stories260K-hf" stories260K-hf q8_0)
+    run -m "$hf" -z "$S260/tok512.bin" -i "Once upon a time" -n 128 --temp 0 --ids "$tmp/hf.ids" >/dev/null 2>&1
+    check "golden: the HF copy of stories260K generates the same ids" "cmp -s '$tmp/golden.ids' '$tmp/hf.ids'"
+fi
+finish

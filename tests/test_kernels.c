@@ -1,0 +1,642 @@
+/* Every kernel of the built ISA against its scalar twin, and every scalar
+ * twin against plain double-precision math (DESIGN §7.1, STYLE point 9).
+ *
+ * The generic names (ml_k_matvec_q8, ...) are bound by config/ml_config.h to
+ * whatever symbol this build's ISA provides, so this one file serves every
+ * build; in the scalar build the ISA-vs-scalar checks compare the scalar
+ * twin with itself and only the double-precision checks have teeth.
+ *
+ * Tolerances (REF_REL = 1e-5, see ref_close in tests/kernel_ref.h):
+ *   quantize_q8            bit-identical to scalar (q bytes and d bits)
+ *   matvec, scales d = 1   exact: K <= 512 keeps every partial sum < 2^24,
+ *                          so the float result must equal the int64 sum
+ *   matvec, real scales    |got - ref| <= 1e-5 * max(|ref|, sum|terms|/16)
+ *   dot_f32, axpy, rope    same rule; terms are the products being summed
+ *   rmsnorm                1e-5 relative, floor 1e-30
+ *   softmax                1e-5 relative, floor 1e-20 (smaller probabilities
+ *                          may legitimately flush to 0 in a SIMD exp)
+ *   silu_mul               1e-5 relative, floor 1e-6 * |u| (silu(g) for g
+ *                          below about -17 is under 1e-6 and a SIMD exp
+ *                          clamped at -88 must not fail on it)
+ *   add                    bit-identical (one rounding, no freedom)
+ * The sum|terms|/16 floor: reordering a float sum (SIMD lanes, FMA) moves
+ * the result by a few ulp of sum|terms|, which relative to a result near 0
+ * is unbounded. Random data has |ref| ~ sum|terms|/sqrt(n), so for most
+ * rows the plain 1e-5 relative bound applies; the "tolerance" group below
+ * proves the rule admits an 8-lane FMA reordering.
+ *
+ * Every float kernel runs on a misaligned pointer (offset 1 float) as well
+ * as an aligned one, with guard values after the end that must survive.
+ *
+ * Usage: test_kernels [--seed=N] [--quick]  (or $ML_TEST_SEED, $ML_TEST_QUICK=1) */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/ml_config.h"
+#include "tests/kernel_ref.h"
+#include "tests/testlib.h"
+
+#define FLOOR_SUM (1.0 / 16)   /* of sum|terms|, for sums with cancellation */
+#define GUARD 16               /* floats after each buffer that must survive */
+#define SENTINEL (-7777.25f)   /* y rows outside [r0, r1) keep this */
+
+typedef struct {
+    ref_rng rng;
+    int quick;
+} tctx;
+
+/* ---- bindings ----------------------------------------------------------- */
+
+#define PRINT_BINDING(ret, name, NAME, params) \
+    printf("# binding: %-11s -> %s\n", #name, ML_STR(ml_k_##name));
+
+static void print_bindings(void) {
+    printf("# build ISA: %s\n", ML_ISA_NAME);
+    ML_KERNELS(PRINT_BINDING)
+}
+
+/* ---- buffers with guards ------------------------------------------------ */
+
+/* n floats at a 64-byte aligned or deliberately misaligned (+1 float)
+ * address, followed by GUARD sentinels; *base is what to free. */
+static float *guarded(float **base, int n, int misalign) {
+    *base = ref_floats((size_t)n + GUARD + 1);
+    float *p = *base + misalign;
+    for (int i = 0; i < GUARD; i++) p[n + i] = SENTINEL;
+    return p;
+}
+
+static int guard_ok(const float *p, int n) {
+    for (int i = 0; i < GUARD; i++)
+        if (!ref_same_bits(p[n + i], SENTINEL)) return 0;
+    return 1;
+}
+
+/* ---- quantize_q8: bit-identical to scalar ------------------------------- */
+
+/* One block of a chosen kind; the kinds cover DESIGN §4's edge cases. */
+enum { QB_GAUSS, QB_ZERO, QB_HUGE, QB_HALF, QB_NEAR_HALF, QB_NEGZERO, QB_DENORM,
+       QB_DENORM_ONE, QB_EQUAL, QB_TINY, QB_KINDS };
+
+static void fill_qblock(tctx *t, float *x, int kind, float scale) {
+    ref_rng *r = &t->rng;
+    switch (kind) {
+    case QB_GAUSS:
+        for (int j = 0; j < ML_QK; j++) x[j] = ref_gauss(r) * scale;
+        break;
+    case QB_ZERO:
+        for (int j = 0; j < ML_QK; j++) x[j] = 0.0f;
+        break;
+    case QB_HUGE: /* one outlier: everything else rounds to small q or 0 */
+        for (int j = 0; j < ML_QK; j++) x[j] = ref_gauss(r) * scale;
+        x[ref_int(r, 0, ML_QK - 1)] = (ref_unit(r) < 0.5f ? -1e4f : 1e4f) * scale;
+        break;
+    case QB_HALF: { /* amax = 127 * 2^e, so id = 2^-e exactly and x*id = k + 0.5 */
+        float p = ldexpf(1.0f, ref_int(r, -20, 20));
+        for (int j = 0; j < ML_QK; j++) x[j] = ((float)ref_int(r, -127, 126) + 0.5f) * p;
+        x[ref_int(r, 0, ML_QK - 1)] = (ref_unit(r) < 0.5f ? -127.0f : 127.0f) * p;
+        break;
+    }
+    case QB_NEAR_HALF: { /* x*id within an ulp of k + 0.5: another way of
+                          * forming id or x*id (1/d) rounds some q differently.
+                          * Every 4th element aims at |x*id| = 0.5 - 2^-25,
+                          * where fl(x*id) + 0.5 ties up to 1 but an FMA
+                          * (exact x*id + 0.5) stays below 1. */
+        float amax = ref_uniform(r, 0.5f, 2.0f) * scale, id = 127.0f / amax;
+        for (int j = 0; j < ML_QK; j++) {
+            if (j % 4 == 0) {
+                float v = (float)((0.5 - ldexp(1.0, -25)) / (double)id);
+                for (int n = ref_int(r, -3, 3); n; n += n > 0 ? -1 : 1) v = nextafterf(v, n > 0 ? 1.0f : 0.0f);
+                x[j] = ref_unit(r) < 0.5f ? -v : v;
+            } else {
+                x[j] = (float)(((double)ref_int(r, -127, 126) + 0.5) / (double)id);
+            }
+        }
+        x[ref_int(r, 0, ML_QK - 1)] = ref_unit(r) < 0.5f ? -amax : amax;
+        break;
+    }
+    case QB_NEGZERO:
+        for (int j = 0; j < ML_QK; j++) x[j] = ref_unit(r) < 0.5f ? -0.0f : ref_gauss(r) * scale;
+        break;
+    case QB_DENORM:
+        for (int j = 0; j < ML_QK; j++) x[j] = (float)ref_int(r, -1000, 1000) * FLT_MIN / 4096.0f;
+        break;
+    case QB_DENORM_ONE:
+        for (int j = 0; j < ML_QK; j++) x[j] = (float)ref_int(r, -1000, 1000) * FLT_MIN / 4096.0f;
+        x[ref_int(r, 0, ML_QK - 1)] = 1.0f;
+        break;
+    case QB_EQUAL: /* every element at +-amax */
+        for (int j = 0; j < ML_QK; j++) x[j] = ref_unit(r) < 0.5f ? -scale : scale;
+        break;
+    default: /* QB_TINY: around the zero-block threshold */
+        for (int j = 0; j < ML_QK; j++) x[j] = ref_uniform(r, -3.0f, 3.0f) * ML_Q8_AMAX_MIN;
+        break;
+    }
+}
+
+static void test_quantize(tctx *t) {
+    int before = tl_failed;
+    const int ks[] = {32, 64, 96, 288, 768, 2048};
+    const float scales[] = {1e-20f, 1e-3f, 1.0f, 37.5f, 1e4f, 1e30f};
+    int nk = (int)(sizeof ks / sizeof ks[0]), ns = (int)(sizeof scales / sizeof scales[0]);
+    int reps = t->quick ? 1 : 3;
+    for (int rep = 0; rep < reps; rep++)
+        for (int ki = 0; ki <= nk; ki++)
+            for (int si = 0; si < ns; si++) {
+                int k = ki < nk ? ks[ki] : ML_QK * ref_int(&t->rng, 1, 96);
+                int nb = k / ML_QK;
+                float *x = ref_floats((size_t)k);
+                for (int b = 0; b < nb; b++)
+                    fill_qblock(t, x + b * ML_QK, rep == 0 && b < QB_KINDS ? b : ref_int(&t->rng, 0, QB_KINDS - 1),
+                                scales[si]);
+                /* one spare block after the end: a kernel must not write it */
+                ml_qact a = ref_qact(k + ML_QK), s = ref_qact(k + ML_QK);
+                memset(a.q, 0x5A, (size_t)k + ML_QK);
+                memset(s.q, 0x5A, (size_t)k + ML_QK);
+                a.d[nb] = s.d[nb] = SENTINEL;
+                ml_k_quantize_q8(&a, x, k);
+                ml_k_quantize_q8_scalar(&s, x, k);
+                int bad = -1;
+                for (int i = 0; i < k && bad < 0; i++)
+                    if (a.q[i] != s.q[i] || !ref_same_bits(a.d[i / ML_QK], s.d[i / ML_QK])) bad = i;
+                CHECK(bad < 0, "quantize_q8 k=%d scale=%g: element %d: q=%d d=%a, scalar q=%d d=%a", k,
+                      (double)scales[si], bad, bad < 0 ? 0 : a.q[bad], bad < 0 ? 0.0 : (double)a.d[bad / ML_QK],
+                      bad < 0 ? 0 : s.q[bad], bad < 0 ? 0.0 : (double)s.d[bad / ML_QK]);
+                int spill = 0;
+                for (int i = k; i < k + ML_QK; i++) spill |= a.q[i] != 0x5A || s.q[i] != 0x5A;
+                spill |= !ref_same_bits(a.d[nb], SENTINEL) || !ref_same_bits(s.d[nb], SENTINEL);
+                CHECK(!spill, "quantize_q8 k=%d wrote past block %d", k, nb);
+                ref_qact_free(&a);
+                ref_qact_free(&s);
+                free(x);
+            }
+    GROUP_DONE("quantize_q8: bit-identical to scalar, edge blocks, no writes past k", before);
+}
+
+/* ---- matvec ------------------------------------------------------------- */
+
+typedef void (*matvec_fn)(float *, const ml_qtensor *, const ml_qact *, int, int);
+
+/* Weight/activation contents: real scales, all scales 1 (exact integer
+ * results), or scales 1 with quants at the extremes (+-127, nibbles 0/15)
+ * to catch int16 saturation in pmaddubsw-style paths. */
+enum { MV_SCALED, MV_UNIT, MV_EXTREME };
+
+static void fill_matvec(tctx *t, ml_qtensor *W, ml_qact *x, int mode) {
+    ref_rng *r = &t->rng;
+    int K = W->cols, nb = K / ML_QK;
+    size_t qbytes = (size_t)ml_quant_bytes((ml_type)W->type, (uint64_t)W->rows * (uint64_t)K);
+    for (size_t i = 0; i < qbytes; i++) {
+        if (W->type == ML_TYPE_Q4_0)
+            W->q[i] = (int8_t)(mode == MV_EXTREME ? (ref_int(r, 0, 1) * 0x0F) | (ref_int(r, 0, 1) * 0xF0)
+                                                  : ref_int(r, 0, 255));
+        else
+            W->q[i] = (int8_t)(mode == MV_EXTREME ? (ref_int(r, 0, 1) ? 127 : -127) : ref_int(r, -127, 127));
+    }
+    for (int i = 0; i < K; i++) x->q[i] = (int8_t)(mode == MV_EXTREME ? (ref_int(r, 0, 1) ? 127 : -127) : ref_int(r, -127, 127));
+    /* real scales span two decades and include zero blocks (all-zero input) */
+    for (size_t i = 0; i < (size_t)W->rows * (size_t)nb; i++)
+        W->d[i] = mode != MV_SCALED ? 1.0f : ref_int(r, 0, 15) == 0 ? 0.0f : ref_uniform(r, 1e-3f, 1e-1f);
+    for (int b = 0; b < nb; b++)
+        x->d[b] = mode != MV_SCALED ? 1.0f : ref_int(r, 0, 15) == 0 ? 0.0f : ref_uniform(r, 1e-2f, 1.0f);
+}
+
+/* y with sentinels in every row and GUARD floats after the last row. */
+static void reset_y(float *y, int rows) {
+    for (int i = 0; i < rows + GUARD; i++) y[i] = SENTINEL;
+}
+
+/* One matrix, one mode: full range against int64 / double, then sub-ranges
+ * [r0, r1) that must leave every other row untouched. */
+static void matvec_case(tctx *t, ml_type type, int rows, int K, int mode, matvec_fn isa, matvec_fn sc,
+                        const char *name) {
+    ml_qtensor W = ref_qtensor(type, rows, K);
+    ml_qact x = ref_qact(K);
+    fill_matvec(t, &W, &x, mode);
+    float *yi = ref_floats((size_t)rows + GUARD), *ys = ref_floats((size_t)rows + GUARD);
+    float *full_i = ref_floats((size_t)rows), *full_s = ref_floats((size_t)rows);
+    int exact = mode != MV_SCALED;
+
+    reset_y(yi, rows);
+    reset_y(ys, rows);
+    isa(yi, &W, &x, 0, rows);
+    sc(ys, &W, &x, 0, rows);
+    int bad_s = -1, bad_i = -1;
+    double refv = 0.0;
+    for (int r = 0; r < rows; r++) {
+        double mag = 0.0;
+        if (exact) {
+            refv = (double)ref_matvec_int_row(&W, &x, r);
+            if (bad_s < 0 && ys[r] != refv) bad_s = r;
+            if (bad_i < 0 && yi[r] != refv) bad_i = r;
+        } else {
+            refv = ref_matvec_row(&W, &x, r, &mag);
+            if (bad_s < 0 && !ref_close(ys[r], refv, FLOOR_SUM * mag)) bad_s = r;
+            if (bad_i < 0 && !ref_close(yi[r], ys[r], FLOOR_SUM * mag)) bad_i = r;
+        }
+        if (bad_s == r || bad_i == r) {
+            printf("#   %s rows=%d K=%d mode=%d row %d: isa=%.9g scalar=%.9g ref=%.9g mag=%.3g\n", name, rows, K, mode,
+                   r, (double)yi[r], (double)ys[r], refv, mag);
+            /* name the usual cause: a block's int32 lanes converted to
+             * float separately, so the error follows sum|products| */
+            double absprod = ref_matvec_absprod(&W, &x, r);
+            if (bad_i == r && !exact && fabs((double)yi[r] - ys[r]) <= 4.0 * ldexp(absprod, -24))
+                printf("#   hint: error %.3g is within 4 ulp of sum|qw*qx|*dw*dx = %.3g but not of the block sums: the "
+                       "kernel likely converts partial int32 lanes to float before summing each block (DESIGN §4 "
+                       "wants one int32 sumi per block, then sum += (float)sumi * (dw*dx))\n",
+                       fabs((double)yi[r] - ys[r]), absprod);
+        }
+    }
+    CHECK(bad_s < 0, "%s scalar vs %s: rows=%d K=%d mode=%d first bad row %d", name, exact ? "int64" : "double",
+          rows, K, mode, bad_s);
+    CHECK(bad_i < 0, "%s %s vs scalar: rows=%d K=%d mode=%d first bad row %d", name, exact ? "exact" : "1e-5", rows,
+          K, mode, bad_i);
+    CHECK(guard_ok(yi, rows) && guard_ok(ys, rows), "%s rows=%d K=%d wrote past row %d", name, rows, K, rows);
+    memcpy(full_i, yi, (size_t)rows * sizeof(float));
+    memcpy(full_s, ys, (size_t)rows * sizeof(float));
+
+    /* Sub-ranges, as threads split rows: the row result must not depend on
+     * the split (scalar: bit for bit; ISA: within tolerance of its full run,
+     * exactly in the integer modes), and rows outside stay untouched. */
+    int ranges[8][2], nr = 0;
+    ranges[nr][0] = 1, ranges[nr++][1] = rows;
+    ranges[nr][0] = 0, ranges[nr++][1] = rows - 1;
+    ranges[nr][0] = 1, ranges[nr++][1] = rows - 1;
+    ranges[nr][0] = rows / 2, ranges[nr++][1] = rows / 2 + 1;
+    ranges[nr][0] = rows / 2, ranges[nr++][1] = rows / 2; /* empty */
+    ranges[nr][0] = ref_int(&t->rng, 0, rows - 1);
+    ranges[nr][1] = ref_int(&t->rng, ranges[nr][0], rows), nr++;
+    for (int i = 0; i < nr; i++) {
+        int r0 = ranges[i][0], r1 = ranges[i][1];
+        if (r0 > r1 || r1 > rows) continue;
+        reset_y(yi, rows);
+        reset_y(ys, rows);
+        isa(yi, &W, &x, r0, r1);
+        sc(ys, &W, &x, r0, r1);
+        int outside = 0, split_s = 0, split_i = 0;
+        for (int r = 0; r < rows; r++) {
+            if (r < r0 || r >= r1) {
+                outside |= !ref_same_bits(yi[r], SENTINEL) || !ref_same_bits(ys[r], SENTINEL);
+                continue;
+            }
+            split_s |= !ref_same_bits(ys[r], full_s[r]);
+            if (exact) {
+                split_i |= yi[r] != full_i[r];
+            } else {
+                double mag = 0.0;
+                ref_matvec_row(&W, &x, r, &mag);
+                split_i |= !ref_close(yi[r], full_s[r], FLOOR_SUM * mag);
+            }
+        }
+        outside |= !guard_ok(yi, rows) || !guard_ok(ys, rows);
+        CHECK(!outside, "%s rows=%d K=%d [%d,%d): wrote outside the range", name, rows, K, r0, r1);
+        CHECK(!split_s, "%s scalar rows=%d K=%d [%d,%d): differs from the full-range run", name, rows, K, r0, r1);
+        CHECK(!split_i, "%s rows=%d K=%d [%d,%d): differs from the full-range run", name, rows, K, r0, r1);
+    }
+    free(yi);
+    free(ys);
+    free(full_i);
+    free(full_s);
+    ref_qtensor_free(&W);
+    ref_qact_free(&x);
+}
+
+static void test_matvec(tctx *t, ml_type type, matvec_fn isa, matvec_fn sc, const char *name) {
+    int before = tl_failed;
+    int ks[9] = {32, 64, 96, 288, 768, 2048}, nk = 6;
+    const int rows_list[] = {1, 2, 3, 4, 5, 7, 8, 13, 64};
+    for (int i = 0; i < (t->quick ? 1 : 3); i++) ks[nk++] = ML_QK * ref_int(&t->rng, 1, 80);
+    for (int ki = 0; ki < nk; ki++)
+        for (int ri = 0; ri < (int)(sizeof rows_list / sizeof rows_list[0]); ri++) {
+            int K = ks[ki], rows = rows_list[ri];
+            /* quick mode: the big K only with a few row counts */
+            if (t->quick && K >= 768 && rows != 5 && rows != 8 && rows != 13) continue;
+            matvec_case(t, type, rows, K, MV_SCALED, isa, sc, name);
+            if (K <= 512) {
+                matvec_case(t, type, rows, K, MV_UNIT, isa, sc, name);
+                matvec_case(t, type, rows, K, MV_EXTREME, isa, sc, name);
+            }
+        }
+    char what[160];
+    snprintf(what, sizeof what, "%s: exact integer sums, 1e-5 with scales, row ranges, K and rows sweep", name);
+    GROUP_DONE(what, before);
+}
+
+/* ---- the tolerance admits a legitimate SIMD ordering -------------------- */
+
+/* What a SIMD kernel may do: 8 interleaved partial sums with FMA, combined
+ * pairwise. If this fails, the tolerance is too tight, not the kernel. */
+static float alt_dot(const float *a, const float *b, int n) {
+    float acc[8] = {0};
+    for (int i = 0; i < n; i++) acc[i % 8] = fmaf(a[i], b[i], acc[i % 8]);
+    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+static void test_tolerance(tctx *t) {
+    int before = tl_failed;
+    const int ks[] = {64, 288, 768, 2048, 8192};
+    for (int ki = 0; ki < (int)(sizeof ks / sizeof ks[0]); ki++) {
+        int K = ks[ki], nb = K / ML_QK, rows = t->quick ? 64 : 256, bad = 0;
+        ml_qtensor W = ref_qtensor(ML_TYPE_Q8_0, rows, K);
+        ml_qact x = ref_qact(K);
+        fill_matvec(t, &W, &x, MV_SCALED);
+        float *ys = ref_floats((size_t)rows), *terms = ref_floats((size_t)nb), *ones = ref_floats((size_t)nb);
+        ml_k_matvec_q8_scalar(ys, &W, &x, 0, rows);
+        for (int r = 0; r < rows; r++) {
+            double mag = 0.0;
+            for (int b = 0; b < nb; b++) {
+                int32_t si = 0;
+                for (int j = 0; j < ML_QK; j++) si += W.q[(size_t)r * K + b * ML_QK + j] * x.q[b * ML_QK + j];
+                terms[b] = (float)si;
+                ones[b] = W.d[(size_t)r * nb + b] * x.d[b];
+            }
+            float alt = alt_dot(terms, ones, nb);
+            ref_matvec_row(&W, &x, r, &mag);
+            bad += !ref_close(alt, ys[r], FLOOR_SUM * mag);
+        }
+        CHECK(bad == 0, "8-lane FMA matvec K=%d: %d of %d rows outside the tolerance", K, bad, rows);
+        free(ys);
+        free(terms);
+        free(ones);
+        ref_qtensor_free(&W);
+        ref_qact_free(&x);
+    }
+    for (int n = 1; n <= 4096; n = n * 3 + 1) {
+        float *a = ref_floats((size_t)n), *b = ref_floats((size_t)n);
+        int bad = 0;
+        for (int rep = 0; rep < 50; rep++) {
+            for (int i = 0; i < n; i++) a[i] = ref_gauss(&t->rng), b[i] = ref_gauss(&t->rng);
+            double mag;
+            ref_dot(a, b, n, &mag);
+            bad += !ref_close(alt_dot(a, b, n), ml_k_dot_f32_scalar(a, b, n), FLOOR_SUM * mag);
+        }
+        CHECK(bad == 0, "8-lane FMA dot n=%d: %d of 50 outside the tolerance", n, bad);
+        free(a);
+        free(b);
+    }
+    GROUP_DONE("tolerance: an 8-lane FMA reordering of matvec and dot passes the rule", before);
+}
+
+/* ---- float kernels ------------------------------------------------------ */
+
+/* Lengths around every vector width (4, 8, 16) and the model's sizes. */
+static int float_sizes(tctx *t, int *n) {
+    const int fixed[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 288, 1000};
+    int c = 0;
+    for (int i = 0; i < (int)(sizeof fixed / sizeof fixed[0]); i++) n[c++] = fixed[i];
+    for (int i = 0; i < (t->quick ? 1 : 4); i++) n[c++] = ref_int(&t->rng, 1, 2000);
+    return c;
+}
+
+static void test_rmsnorm(tctx *t) {
+    int before = tl_failed, ns[32], nn = float_sizes(t, ns);
+    const float scales[] = {1e-3f, 1.0f, 300.0f};
+    for (int ni = 0; ni < nn; ni++)
+        for (int si = 0; si < 3; si++)
+            for (int mis = 0; mis < 2; mis++) {
+                int n = ns[ni];
+                float *bx, *bw, *bo, *bs, *ba;
+                float *x = guarded(&bx, n, mis), *w = guarded(&bw, n, mis), *o = guarded(&bo, n, mis);
+                float *os = guarded(&bs, n, 0), *al = guarded(&ba, n, mis);
+                double *ref = malloc((size_t)n * sizeof(double));
+                for (int i = 0; i < n; i++) {
+                    x[i] = si == 0 && i % 5 == 0 ? 0.0f : ref_gauss(&t->rng) * scales[si];
+                    w[i] = 1.0f + 0.2f * ref_gauss(&t->rng);
+                    al[i] = x[i];
+                }
+                const float eps = 1e-5f;
+                ml_k_rmsnorm(o, x, w, n, eps);
+                ml_k_rmsnorm_scalar(os, x, w, n, eps);
+                ml_k_rmsnorm(al, al, w, n, eps); /* o aliases x */
+                ref_rmsnorm(ref, x, w, n, eps);
+                int bs_ = -1, bi = -1, ba_ = -1;
+                for (int i = 0; i < n; i++) {
+                    if (bs_ < 0 && !ref_close(os[i], ref[i], 1e-30)) bs_ = i;
+                    if (bi < 0 && !ref_close(o[i], os[i], 1e-30)) bi = i;
+                    if (ba_ < 0 && !ref_same_bits(al[i], o[i])) ba_ = i;
+                }
+                CHECK(bs_ < 0, "rmsnorm scalar vs double n=%d scale=%g: element %d", n, (double)scales[si], bs_);
+                CHECK(bi < 0, "rmsnorm vs scalar n=%d scale=%g misalign=%d: element %d: %.9g vs %.9g", n,
+                      (double)scales[si], mis, bi, bi < 0 ? 0.0 : (double)o[bi], bi < 0 ? 0.0 : (double)os[bi]);
+                CHECK(ba_ < 0, "rmsnorm in place (o == x) n=%d differs from out of place at %d", n, ba_);
+                CHECK(guard_ok(o, n) && guard_ok(os, n) && guard_ok(al, n), "rmsnorm n=%d wrote past n", n);
+                free(bx), free(bw), free(bo), free(bs), free(ba), free(ref);
+            }
+    GROUP_DONE("rmsnorm: vs double and scalar, in place, odd n, misaligned", before);
+}
+
+/* Softmax inputs: ordinary, large positive, large negative, all equal, one
+ * dominant value (others underflow), and a span wider than expf's range. */
+enum { SM_GAUSS, SM_LARGE, SM_NEG, SM_EQUAL, SM_DOMINANT, SM_WIDE, SM_KINDS };
+
+static void test_softmax(tctx *t) {
+    int before = tl_failed, ns[32], nn = float_sizes(t, ns);
+    for (int ni = 0; ni < nn; ni++)
+        for (int kind = 0; kind < SM_KINDS; kind++)
+            for (int mis = 0; mis < 2; mis++) {
+                int n = ns[ni];
+                float *bx, *bs;
+                float *x = guarded(&bx, n, mis), *s = guarded(&bs, n, mis);
+                double *ref = malloc((size_t)n * sizeof(double));
+                for (int i = 0; i < n; i++) {
+                    float g = ref_gauss(&t->rng);
+                    x[i] = kind == SM_GAUSS      ? 3.0f * g
+                           : kind == SM_LARGE    ? 1e4f + 10.0f * g
+                           : kind == SM_NEG      ? -8e4f + 10.0f * g
+                           : kind == SM_EQUAL    ? 42.5f
+                           : kind == SM_DOMINANT ? (i == n / 2 ? 100.0f : 0.0f)
+                                                 : ref_uniform(&t->rng, -150.0f, 150.0f);
+                    s[i] = x[i];
+                }
+                ref_softmax(ref, x, n);
+                ml_k_softmax(x, n);
+                ml_k_softmax_scalar(s, n);
+                int bs_ = -1, bi = -1;
+                for (int i = 0; i < n; i++) {
+                    if (bs_ < 0 && !ref_close(s[i], ref[i], 1e-20)) bs_ = i;
+                    if (bi < 0 && !ref_close(x[i], s[i], 1e-20)) bi = i;
+                }
+                CHECK(bs_ < 0, "softmax scalar vs double n=%d kind=%d: element %d: %.9g vs %.9g", n, kind, bs_,
+                      bs_ < 0 ? 0.0 : (double)s[bs_], bs_ < 0 ? 0.0 : ref[bs_]);
+                CHECK(bi < 0, "softmax vs scalar n=%d kind=%d misalign=%d: element %d: %.9g vs %.9g", n, kind, mis,
+                      bi, bi < 0 ? 0.0 : (double)x[bi], bi < 0 ? 0.0 : (double)s[bi]);
+                CHECK(guard_ok(x, n) && guard_ok(s, n), "softmax n=%d wrote past n", n);
+                free(bx), free(bs), free(ref);
+            }
+    GROUP_DONE("softmax: vs double and scalar, large/negative/equal/dominant/wide inputs, odd n", before);
+}
+
+static void test_silu_mul(tctx *t) {
+    int before = tl_failed, ns[32], nn = float_sizes(t, ns);
+    /* past the SIMD exp's [-88, 88] and where expf overflows or underflows */
+    const float edge[] = {-1000.0f, -200.0f, -104.0f, -100.0f, -89.0f, -88.5f, -88.0f, -87.5f, -20.0f, -1e-30f,
+                          -0.0f,    0.0f,    1e-30f,  20.0f,   87.5f,  88.0f,  88.5f,  89.0f,   100.0f, 1000.0f};
+    const int ne = (int)(sizeof edge / sizeof edge[0]);
+    for (int ni = 0; ni < nn; ni++)
+        for (int mis = 0; mis < 2; mis++) {
+            int n = ns[ni];
+            float *bg, *bu, *bs;
+            float *g = guarded(&bg, n, mis), *u = guarded(&bu, n, mis), *s = guarded(&bs, n, mis);
+            double *ref = malloc((size_t)n * sizeof(double));
+            for (int i = 0; i < n; i++) {
+                g[i] = ni % 2 && i < ne ? edge[(i + ni) % ne] : ref_uniform(&t->rng, -92.0f, 92.0f);
+                u[i] = ref_gauss(&t->rng);
+                s[i] = g[i];
+                ref[i] = ref_silu_mul(g[i], u[i]);
+            }
+            ml_k_silu_mul(g, u, n);
+            ml_k_silu_mul_scalar(s, u, n);
+            int bs_ = -1, bi = -1;
+            for (int i = 0; i < n; i++) {
+                double floor = 1e-6 * fabs((double)u[i]);
+                if (bs_ < 0 && !ref_close(s[i], ref[i], floor)) bs_ = i;
+                if (bi < 0 && !ref_close(g[i], s[i], floor)) bi = i;
+            }
+            CHECK(bs_ < 0, "silu_mul scalar vs double n=%d: element %d: %.9g vs %.9g", n, bs_,
+                  bs_ < 0 ? 0.0 : (double)s[bs_], bs_ < 0 ? 0.0 : ref[bs_]);
+            CHECK(bi < 0, "silu_mul vs scalar n=%d misalign=%d: element %d: %.9g vs %.9g", n, mis, bi,
+                  bi < 0 ? 0.0 : (double)g[bi], bi < 0 ? 0.0 : (double)s[bi]);
+            CHECK(guard_ok(g, n) && guard_ok(s, n), "silu_mul n=%d wrote past n", n);
+            free(bg), free(bu), free(bs), free(ref);
+        }
+    GROUP_DONE("silu_mul: vs double and scalar over [-92, 92] and +-1000, odd n", before);
+}
+
+static void test_rope(tctx *t) {
+    int before = tl_failed;
+    const int dims[] = {2, 4, 6, 8, 10, 16, 32, 48, 64, 128};
+    const int heads[][2] = {{1, 1}, {3, 3}, {4, 2}, {6, 1}, {8, 4}, {12, 12}};
+    const int pos[] = {0, 1, 7, 300, 4095, 100000};
+    for (int di = 0; di < (int)(sizeof dims / sizeof dims[0]); di++)
+        for (int hi = 0; hi < (int)(sizeof heads / sizeof heads[0]); hi++)
+            for (int pi = 0; pi < (int)(sizeof pos / sizeof pos[0]); pi++) {
+                if (t->quick && pi % 2) continue;
+                int hd = dims[di], nh = heads[hi][0], nkv = heads[hi][1], half = hd / 2;
+                int nq = nh * hd, nk = nkv * hd, mis = (di + hi + pi) % 2, with_k = (pi + hi) % 3 != 0;
+                float *bq, *bk, *bqs, *bks, *bc, *bsn;
+                float *q = guarded(&bq, nq, mis), *k = guarded(&bk, nk, mis);
+                float *qs = guarded(&bqs, nq, mis), *ks = guarded(&bks, nk, mis);
+                float *c = guarded(&bc, half, mis), *sn = guarded(&bsn, half, mis);
+                float *q0 = ref_floats((size_t)nq), *k0 = ref_floats((size_t)nk);
+                /* the table row the loader precomputes: freq_i = 10000^(-2i/hd) */
+                for (int i = 0; i < half; i++) {
+                    double ang = pos[pi] * pow(10000.0, -2.0 * i / hd);
+                    c[i] = (float)cos(ang);
+                    sn[i] = (float)sin(ang);
+                }
+                for (int i = 0; i < nq; i++) q[i] = qs[i] = q0[i] = ref_gauss(&t->rng);
+                for (int i = 0; i < nk; i++) k[i] = ks[i] = k0[i] = ref_gauss(&t->rng);
+                ml_k_rope(q, with_k ? k : NULL, c, sn, hd, nh, nkv);
+                ml_k_rope_scalar(qs, with_k ? ks : NULL, c, sn, hd, nh, nkv);
+                int bad_s = 0, bad_i = 0, ident = 0;
+                for (int pass = 0; pass < 2; pass++) {
+                    const float *v0 = pass ? k0 : q0, *got = pass ? k : q, *sc = pass ? ks : qs;
+                    int n = pass ? nk : nq;
+                    if (pass && !with_k) {
+                        /* k == NULL: k must be untouched */
+                        for (int i = 0; i < n; i++) bad_i |= !ref_same_bits(got[i], v0[i]);
+                        continue;
+                    }
+                    for (int i = 0; i < n; i += 2) {
+                        double r0, r1, mag;
+                        int p = (i % hd) / 2;
+                        ref_rope_pair(&r0, &r1, &mag, v0[i], v0[i + 1], c[p], sn[p]);
+                        bad_s |= !ref_close(sc[i], r0, FLOOR_SUM * mag) || !ref_close(sc[i + 1], r1, FLOOR_SUM * mag);
+                        bad_i |= !ref_close(got[i], sc[i], FLOOR_SUM * mag) ||
+                                 !ref_close(got[i + 1], sc[i + 1], FLOOR_SUM * mag);
+                        /* position 0 rotates by 0: the identity, exactly */
+                        if (pos[pi] == 0) ident |= got[i] != v0[i] || got[i + 1] != v0[i + 1];
+                    }
+                }
+                CHECK(!bad_s, "rope scalar vs double hd=%d heads=%d/%d pos=%d", hd, nh, nkv, pos[pi]);
+                CHECK(!bad_i, "rope vs scalar hd=%d heads=%d/%d pos=%d k=%s misalign=%d", hd, nh, nkv, pos[pi],
+                      with_k ? "yes" : "NULL", mis);
+                CHECK(!ident, "rope at position 0 is not the identity (hd=%d)", hd);
+                CHECK(guard_ok(q, nq) && guard_ok(k, nk) && guard_ok(qs, nq) && guard_ok(ks, nk),
+                      "rope hd=%d heads=%d/%d wrote past the last head", hd, nh, nkv);
+                free(bq), free(bk), free(bqs), free(bks), free(bc), free(bsn), free(q0), free(k0);
+            }
+    GROUP_DONE("rope: vs double and scalar, positions 0 to 100000, GQA head counts, k NULL", before);
+}
+
+static void test_vec(tctx *t) {
+    int before = tl_failed, ns[32], nn = float_sizes(t, ns);
+    for (int ni = 0; ni < nn; ni++)
+        for (int mis = 0; mis < 2; mis++) {
+            int n = ns[ni];
+            float *ba, *bb, *by, *bys;
+            float *a = guarded(&ba, n, mis), *b = guarded(&bb, n, mis);
+            float *y = guarded(&by, n, mis), *ys = guarded(&bys, n, mis);
+            for (int i = 0; i < n; i++) {
+                a[i] = ref_gauss(&t->rng) * (i % 7 == 0 ? 100.0f : 1.0f);
+                b[i] = ref_gauss(&t->rng);
+                y[i] = ys[i] = ref_gauss(&t->rng);
+            }
+
+            /* add: one rounding per element, so bit-identical to the
+             * correctly rounded sum (exact in double for these operands) */
+            double *yref = malloc((size_t)n * sizeof(double));
+            for (int i = 0; i < n; i++) yref[i] = (double)y[i] + (double)a[i];
+            ml_k_add(y, a, n);
+            ml_k_add_scalar(ys, a, n);
+            int bad_s = 0, bad_i = 0;
+            for (int i = 0; i < n; i++) {
+                bad_s |= ys[i] != (float)yref[i];
+                bad_i |= !ref_same_bits(y[i], ys[i]);
+            }
+            CHECK(!bad_s, "add scalar n=%d: not the correctly rounded sum", n);
+            CHECK(!bad_i, "add n=%d misalign=%d: not bit-identical to scalar", n, mis);
+            CHECK(guard_ok(y, n) && guard_ok(ys, n), "add n=%d wrote past n", n);
+
+            /* dot_f32 */
+            double mag, ref = ref_dot(a, b, n, &mag);
+            float di = ml_k_dot_f32(a, b, n), ds = ml_k_dot_f32_scalar(a, b, n);
+            CHECK(ref_close(ds, ref, FLOOR_SUM * mag), "dot_f32 scalar vs double n=%d: %.9g vs %.9g", n, (double)ds, ref);
+            CHECK(ref_close(di, ds, FLOOR_SUM * mag), "dot_f32 vs scalar n=%d misalign=%d: %.9g vs %.9g", n, mis,
+                  (double)di, (double)ds);
+
+            /* axpy_f32, with a = 0 once (y must come back unchanged) */
+            float alpha = ni % 5 == 0 ? 0.0f : ref_gauss(&t->rng);
+            for (int i = 0; i < n; i++) {
+                y[i] = ys[i];
+                yref[i] = (double)ys[i] + (double)alpha * a[i];
+            }
+            ml_k_axpy_f32(y, alpha, a, n);
+            ml_k_axpy_f32_scalar(ys, alpha, a, n);
+            bad_s = bad_i = 0;
+            for (int i = 0; i < n; i++) {
+                double m = fabs(yref[i] - (double)alpha * a[i]) + fabs((double)alpha * a[i]);
+                bad_s |= !ref_close(ys[i], yref[i], FLOOR_SUM * m);
+                bad_i |= !ref_close(y[i], ys[i], FLOOR_SUM * m);
+            }
+            CHECK(!bad_s, "axpy_f32 scalar vs double n=%d", n);
+            CHECK(!bad_i, "axpy_f32 vs scalar n=%d a=%g misalign=%d", n, (double)alpha, mis);
+            CHECK(guard_ok(y, n) && guard_ok(ys, n), "axpy_f32 n=%d wrote past n", n);
+            free(ba), free(bb), free(by), free(bys), free(yref);
+        }
+    GROUP_DONE("add (bit-exact), dot_f32, axpy_f32: vs double and scalar, odd n, misaligned", before);
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+int ml_main(int argc, char **argv) {
+    ref_opts o = ref_parse_opts(argc, argv);
+    tctx t = {{o.seed}, o.quick};
+    printf("# test_kernels seed=0x%llx%s (rerun: --seed=0x%llx)\n", (unsigned long long)o.seed,
+           o.quick ? " quick" : "", (unsigned long long)o.seed);
+    print_bindings();
+
+    test_quantize(&t);
+    test_matvec(&t, ML_TYPE_Q8_0, ml_k_matvec_q8, ml_k_matvec_q8_scalar, "matvec_q8");
+    test_matvec(&t, ML_TYPE_Q4_0, ml_k_matvec_q4, ml_k_matvec_q4_scalar, "matvec_q4");
+    test_tolerance(&t);
+    test_rmsnorm(&t);
+    test_softmax(&t);
+    test_silu_mul(&t);
+    test_rope(&t);
+    test_vec(&t);
+    return tl_summary();
+}

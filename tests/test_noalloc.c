@@ -1,0 +1,88 @@
+/* "After load, no allocation": counts every malloc/calloc/realloc/
+ * aligned_alloc our own objects make (the link wraps those symbols) while a
+ * model generates with the sampler and tokenizer in the loop. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "model/generate.h"
+#include "model/tokenizer.h"
+#include "tests/mlb_writer.h"
+#include "tests/testlib.h"
+
+static long n_allocs;
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t k, size_t n);
+void *__real_realloc(void *p, size_t n);
+void *__real_aligned_alloc(size_t a, size_t n);
+void *__wrap_malloc(size_t n) { n_allocs++; return __real_malloc(n); }
+void *__wrap_calloc(size_t k, size_t n) { n_allocs++; return __real_calloc(k, n); }
+void *__wrap_realloc(void *p, size_t n) { n_allocs++; return __real_realloc(p, n); }
+void *__wrap_aligned_alloc(size_t a, size_t n) { n_allocs++; return __real_aligned_alloc(a, n); }
+
+typedef struct { const ml_tokenizer *tok; size_t bytes; } sink;
+static void on_token(void *ud, int prev, int token) {
+    sink *s = ud;
+    size_t len = 0;
+    if (s->tok && ml_tokenizer_decode(s->tok, prev, token, &len)) s->bytes += len;
+}
+
+int ml_main(int argc, char **argv) {
+    (void)argc, (void)argv;
+    const char *models = getenv("MODELS") ? getenv("MODELS") : "../shared/models";
+    char path[] = "/tmp/ml_noalloc_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "temp file");
+    if (fd < 0) return tl_summary();
+    close(fd);
+
+    for (int wt = 0; wt < 2; wt++) {
+        int wtype = wt ? ML_TYPE_Q4_0 : ML_TYPE_Q8_0;
+        ml_mlb_header h = mlbw_header(64, 2, 4, 2, 96, 512, 128, (uint32_t)wtype, 1);
+        CHECK(mlbw_write(path, &h, 7) > 0, "write model");
+        ml_model m;
+        ml_err err = {{0}};
+        ml_open_opts oo = {.use_mmap = 1, .n_threads = 1};
+        ml_status s = ml_model_open(&m, path, &oo, &err);
+        CHECK(s == ML_OK, "open: %s", err.msg);
+        if (s) continue;
+
+        /* The stories260K tokenizer has vocab 512 too: decode in the loop if present. */
+        char tpath[1024];
+        snprintf(tpath, sizeof tpath, "%s/stories260K/tok512.bin", models);
+        ml_tokenizer tok;
+        int have_tok = access(tpath, R_OK) == 0 && ml_tokenizer_load(&tok, tpath, 512, &err) == ML_OK;
+        if (!have_tok) SKIP("tokenizer in the loop: %s not found", tpath);
+
+        ml_sampler smp;
+        ml_sampler_init(&smp, 512, 0.9f, 0.9f, 42, m.s.scratch);
+        int prompt[3] = {1, 200, 300};
+        sink sk = {have_tok ? &tok : NULL, 0};
+        ml_gen_callbacks cb = {.on_token = on_token, .ud = &sk};
+        int n_pos = 0;
+        long before = n_allocs;
+        s = ml_generate(&m, &smp, prompt, 3, 128, &cb, &n_pos, &err);
+        long during = n_allocs - before;
+        CHECK(s == ML_OK, "generate: %s", err.msg);
+        CHECK(n_pos > 3, "generated %d positions", n_pos);
+        CHECK(during == 0, "%s: %ld allocations during generation, expected 0",
+              wt ? "Q4_0" : "Q8_0", during);
+        /* Plain multinomial and greedy paths too. */
+        before = n_allocs;
+        ml_sampler_init(&smp, 512, 1.0f, 1.0f, 3, m.s.scratch);
+        ml_generate(&m, &smp, prompt, 1, 64, &cb, &n_pos, &err);
+        ml_sampler_init(&smp, 512, 0.0f, 0.0f, 3, m.s.scratch);
+        ml_generate(&m, &smp, prompt, 1, 64, &cb, &n_pos, &err);
+        CHECK(n_allocs == before, "%ld allocations in greedy/multinomial generation", n_allocs - before);
+        if (have_tok) {
+            int ids[64], n = 0;
+            before = n_allocs;
+            CHECK(ml_tokenizer_encode(&tok, "Once upon a time", 1, 0, ids, &n, &err) == ML_OK, "encode");
+            CHECK(n_allocs == before, "%ld allocations in encode", n_allocs - before);
+            ml_tokenizer_free(&tok);
+        }
+        ml_model_close(&m);
+        GROUP_DONE(wt ? "no allocation after load (Q4_0)" : "no allocation after load (Q8_0)", 0);
+    }
+    unlink(path);
+    return tl_summary();
+}

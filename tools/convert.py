@@ -1,0 +1,483 @@
+#!/usr/bin/env python3
+"""Convert a Llama checkpoint to a .mlb model file (model/mlb.h).
+
+usage: python3 tools/convert.py INPUT OUTPUT.mlb [--wtype q8_0|q4_0]
+
+INPUT is one of
+  * a llama2.c legacy checkpoint (v0: 7 int32 header, fp32 weights, RoPE tables),
+  * a llama2.c `export.py --version 1` file (magic "ak42", version 1, fp32),
+  * a Hugging Face Llama folder (config.json + *.safetensors, F32/F16/BF16).
+Matrices are quantized to Q8_0 (default) or Q4_0; norms stay F32. Errors go
+to stderr as "convert: error: ..." with exit code 1, and leave no output.
+numpy only.
+"""
+import argparse
+import glob
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mlb  # noqa: E402  (tools/mlb.py, shared with gen_random.py)
+
+LAYER_KINDS = ("attn_norm", "wq", "wk", "wv", "wo", "ffn_norm", "w1", "w2", "w3")
+AK42_MAGIC = 0x616B3432  # "ak42" little-endian, llama2.c export.py versioned files
+
+
+class ConvertError(Exception):
+    """A user-facing error: printed as 'convert: error: <message>'."""
+
+
+# ======================================================== llama2.c inputs
+class StackedFile:
+    """fp32 tensors stored back to back, each stacked over layers if it is a
+    per-layer tensor: the layout of both llama2.c formats."""
+
+    def __init__(self, path, base, entries, what):
+        """entries: [(key, shape)] in file order; key None = skipped data."""
+        self.path = path
+        n_floats = sum(int(np.prod(s)) for _, s in entries)
+        expected = base + 4 * n_floats
+        size = os.path.getsize(path)
+        if size != expected:
+            hint = "truncated" if size < expected else "trailing bytes, or a different format"
+            raise ConvertError(f"{path}: {size} bytes, but a {what} of this shape has "
+                               f"{expected} bytes ({hint})")
+        flat = np.memmap(path, dtype="<f4", mode="r", offset=base, shape=(n_floats,))
+        self.arrays, pos = {}, 0
+        for key, shape in entries:
+            n = int(np.prod(shape))
+            if key is not None:
+                self.arrays[key] = flat[pos:pos + n].reshape(shape)
+            pos += n
+
+    def get(self, key, layer=None):
+        a = self.arrays[key]
+        return a if layer is None else a[layer]
+
+
+def llama2c_config(dim, hidden, n_layers, n_heads, n_kv_heads, vocab, seq_len, shared):
+    return dict(dim=dim, hidden_dim=hidden, n_layers=n_layers, n_heads=n_heads,
+                n_kv_heads=n_kv_heads, vocab=vocab, max_seq=seq_len,
+                rope_theta=10000.0, norm_eps=1e-5, shared_classifier=int(shared))
+
+
+def check_header_ints(path, names, vals):
+    for n, v in zip(names, vals):
+        if v <= 0:
+            raise ConvertError(f"{path}: header field {n} = {v}, expected > 0 "
+                               "(not a llama2.c checkpoint?)")
+
+
+def per_layer_shapes(c):
+    """llama2.c per-layer tensor shapes, (rows, cols) = (out, in)."""
+    dim, hid = c["dim"], c["hidden_dim"]
+    kv_dim = c["n_kv_heads"] * (dim // c["n_heads"])
+    return dict(attn_norm=(dim,), wq=(dim, dim), wk=(kv_dim, dim), wv=(kv_dim, dim),
+                wo=(dim, dim), ffn_norm=(dim,), w1=(hid, dim), w2=(dim, hid), w3=(hid, dim))
+
+
+class LegacySource:
+    """llama2.c v0: int32 dim, hidden_dim, n_layers, n_heads, n_kv_heads,
+    vocab_size (negative = unshared classifier), seq_len; then fp32 in run.c
+    order, with freq_cis_real/imag (seq_len, head_dim/2) before wcls."""
+    what = "llama2.c legacy checkpoint"
+
+    def __init__(self, path, head):
+        if len(head) < 28:
+            raise ConvertError(f"{path}: {len(head)} bytes, too short for a llama2.c header")
+        vals = struct.unpack_from("<7i", head, 0)
+        dim, hid, n_layers, n_heads, n_kv, vocab, seq = vals
+        names = ("dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "|vocab_size|", "seq_len")
+        check_header_ints(path, names, (dim, hid, n_layers, n_heads, n_kv, abs(vocab), seq))
+        self.cfg = llama2c_config(dim, hid, n_layers, n_heads, n_kv, abs(vocab), seq, vocab > 0)
+        check_config(self.cfg, path)
+        shapes = per_layer_shapes(self.cfg)
+        L, rope = n_layers, (seq, dim // n_heads // 2)
+        entries = [("tok_emb", (abs(vocab), dim))]
+        entries += [(k, (L,) + shapes[k]) for k in LAYER_KINDS]
+        entries += [("final_norm", (dim,)), (None, rope), (None, rope)]
+        if vocab < 0:
+            entries.append(("wcls", (-vocab, dim)))
+        self.file = StackedFile(path, 28, entries, self.what)
+
+    def tensor(self, kind, layer=None):
+        return self.file.get(kind, layer)
+
+
+class V1Source:
+    """llama2.c export.py --version 1: 256-byte header (magic, version, 7
+    int32, uint8 shared_classifier), then fp32: all attn norms, all ffn
+    norms, final norm, tok_emb, then wq..w3 each stacked over layers, wcls."""
+    what = "llama2.c version 1 export"
+
+    def __init__(self, path, head):
+        if len(head) < 256:
+            raise ConvertError(f"{path}: {len(head)} bytes, shorter than the 256-byte v1 header")
+        vals = struct.unpack_from("<7i", head, 8)
+        dim, hid, n_layers, n_heads, n_kv, vocab, seq = vals
+        names = ("dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "max_seq_len")
+        check_header_ints(path, names, vals)
+        shared = head[36]
+        self.cfg = llama2c_config(dim, hid, n_layers, n_heads, n_kv, vocab, seq, shared)
+        check_config(self.cfg, path)
+        shapes = per_layer_shapes(self.cfg)
+        L = n_layers
+        entries = [("attn_norm", (L, dim)), ("ffn_norm", (L, dim)), ("final_norm", (dim,)),
+                   ("tok_emb", (vocab, dim))]
+        entries += [(k, (L,) + shapes[k]) for k in ("wq", "wk", "wv", "wo", "w1", "w2", "w3")]
+        if not shared:
+            entries.append(("wcls", (vocab, dim)))
+        self.file = StackedFile(path, 256, entries, self.what)
+
+    def tensor(self, kind, layer=None):
+        return self.file.get(kind, layer)
+
+
+def open_llama2c(path):
+    with open(path, "rb") as f:
+        head = f.read(256)
+    if len(head) >= 8 and struct.unpack_from("<I", head, 0)[0] == AK42_MAGIC:
+        version = struct.unpack_from("<i", head, 4)[0]
+        if version == 1:
+            return V1Source(path, head)
+        if version == 2:
+            gs = struct.unpack_from("<i", head, 37)[0] if len(head) >= 41 else "?"
+            raise ConvertError(
+                f"{path} is a llama2.c version 2 export (runq.c Q8_0, group size {gs}): its "
+                "weights are already quantized in another block layout; convert the fp32 "
+                "legacy or --version 1 checkpoint instead")
+        raise ConvertError(f"{path}: llama2.c export version {version} is not supported "
+                           "(only the legacy format and version 1 are)")
+    return LegacySource(path, head)
+
+
+# ======================================================== Hugging Face input
+HF_DTYPES = {"F32": "<f4", "F16": "<f2", "BF16": "<u2"}
+
+
+class SafetensorsIndex:
+    """Tensor name -> lazy float32 loader over one or more .safetensors files.
+    Format: u64 LE header length, JSON header {name: {dtype, shape,
+    data_offsets: [begin, end]}} (offsets relative to the data start), data."""
+
+    def __init__(self, files):
+        self.entries = {}
+        for path in files:
+            self._read_header(path)
+
+    def _read_header(self, path):
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            raw = f.read(8)
+            if len(raw) < 8:
+                raise ConvertError(f"{path}: too short for a safetensors file")
+            hlen = struct.unpack("<Q", raw)[0]
+            if hlen > size - 8:
+                raise ConvertError(f"{path}: header length {hlen} exceeds the file size {size}")
+            try:
+                header = json.loads(f.read(hlen))
+            except ValueError as e:
+                raise ConvertError(f"{path}: bad safetensors JSON header: {e}")
+            if not isinstance(header, dict):
+                raise ConvertError(f"{path}: safetensors header is not a JSON object")
+        data = np.memmap(path, dtype=np.uint8, mode="r") if size > 8 + hlen else np.zeros(0, np.uint8)
+        for name, info in header.items():
+            if name == "__metadata__":
+                continue
+            if name in self.entries:
+                raise ConvertError(f"tensor {name} appears in two safetensors files")
+            try:
+                begin, end = (int(o) + 8 + hlen for o in info["data_offsets"])
+                dtype, shape = str(info["dtype"]), tuple(int(n) for n in info["shape"])
+            except (KeyError, TypeError, ValueError):
+                raise ConvertError(f"{path}: malformed header entry for {name}: {info}")
+            if not (8 + hlen <= begin <= end <= size):
+                raise ConvertError(f"{path}: tensor {name} data [{begin}, {end}) is outside "
+                                   f"the file ({size} bytes; truncated?)")
+            self.entries[name] = (path, data, dtype, shape, begin, end)
+
+    def __contains__(self, name):
+        return name in self.entries
+
+    def names(self):
+        return self.entries.keys()
+
+    def check(self, name, shape):
+        """Presence, dtype and shape, without reading data."""
+        if name not in self.entries:
+            raise ConvertError(f"tensor {name} is missing from the safetensors files")
+        path, _, dtype, got, begin, end = self.entries[name]
+        if dtype not in HF_DTYPES:
+            raise ConvertError(f"{path}: tensor {name} has dtype {dtype}; "
+                               f"supported: {', '.join(HF_DTYPES)}")
+        if got != tuple(shape):
+            raise ConvertError(f"{path}: tensor {name} has shape {list(got)}, "
+                               f"expected {list(shape)}")
+        itemsize = 4 if dtype == "F32" else 2
+        if end - begin != itemsize * int(np.prod(shape)):
+            raise ConvertError(f"{path}: tensor {name} has {end - begin} bytes of data, "
+                               f"expected {itemsize * int(np.prod(shape))}")
+
+    def load(self, name, shape):
+        self.check(name, shape)
+        _, data, dtype, _, begin, end = self.entries[name]
+        raw = data[begin:end].view(HF_DTYPES[dtype])
+        if dtype == "BF16":
+            # bfloat16 is the top half of a float32: shift into place.
+            x = (raw.astype(np.uint32) << 16).view(np.float32)
+        else:
+            x = raw.astype(np.float32)
+        return x.reshape(shape)
+
+
+def safetensors_files(folder):
+    index = os.path.join(folder, "model.safetensors.index.json")
+    if os.path.exists(index):
+        try:
+            with open(index) as f:
+                weight_map = json.load(f)["weight_map"]
+        except (ValueError, KeyError) as e:
+            raise ConvertError(f"{index}: not a safetensors index ({e})")
+        return [os.path.join(folder, n) for n in sorted(set(weight_map.values()))]
+    single = os.path.join(folder, "model.safetensors")
+    if os.path.exists(single):
+        return [single]
+    files = sorted(glob.glob(os.path.join(folder, "*.safetensors")))
+    if not files:
+        raise ConvertError(f"{folder}: no *.safetensors files")
+    return files
+
+
+def hf_config(folder):
+    """config.json -> our config dict; refuses what the runtime cannot run."""
+    path = os.path.join(folder, "config.json")
+    try:
+        with open(path) as f:
+            c = json.load(f)
+    except FileNotFoundError:
+        raise ConvertError(f"{folder}: no config.json (not a Hugging Face model folder)")
+    except ValueError as e:
+        raise ConvertError(f"{path}: bad JSON: {e}")
+    unsupported = []
+    if c.get("model_type") != "llama":
+        unsupported.append(f"model_type {c.get('model_type')!r} (only 'llama')")
+    for key in ("attention_bias", "mlp_bias"):
+        if c.get(key):
+            unsupported.append(f"{key}=true (no biases)")
+    if c.get("sliding_window") is not None:
+        unsupported.append(f"sliding_window={c['sliding_window']} (full attention only)")
+    if c.get("rope_scaling") is not None:
+        unsupported.append(f"rope_scaling={json.dumps(c['rope_scaling'])} (plain RoPE only)")
+    if c.get("hidden_act", "silu") != "silu":
+        unsupported.append(f"hidden_act {c['hidden_act']!r} (only 'silu')")
+    try:
+        dim, n_heads = int(c["hidden_size"]), int(c["num_attention_heads"])
+        head_dim = int(c.get("head_dim") or dim // n_heads)
+        cfg = dict(dim=dim, hidden_dim=int(c["intermediate_size"]),
+                   n_layers=int(c["num_hidden_layers"]), n_heads=n_heads,
+                   n_kv_heads=int(c.get("num_key_value_heads") or n_heads),
+                   vocab=int(c["vocab_size"]),
+                   max_seq=int(c.get("max_position_embeddings", 2048)),
+                   # LlamaConfig defaults when absent
+                   rope_theta=float(c.get("rope_theta", 10000.0)),
+                   norm_eps=float(c.get("rms_norm_eps", 1e-6)),
+                   tie=bool(c.get("tie_word_embeddings", False)))
+    except KeyError as e:
+        raise ConvertError(f"{path}: missing field {e}")
+    if head_dim * n_heads != dim:
+        unsupported.append(f"head_dim {head_dim} * num_attention_heads {n_heads} != "
+                           f"hidden_size {dim}")
+    if unsupported:
+        raise ConvertError(f"{path}: unsupported config: " + "; ".join(unsupported))
+    return cfg
+
+
+def hf_unpermute(w, n_heads):
+    """HF's converter permutes q/k rows so RoPE rotates halves (j, j+hd/2);
+    we rotate interleaved pairs (2j, 2j+1): HF row h*hd + p*hd/2 + j is our
+    row h*hd + 2j + p."""
+    rows, cols = w.shape
+    hd = rows // n_heads
+    return w.reshape(n_heads, 2, hd // 2, cols).transpose(0, 2, 1, 3).reshape(rows, cols)
+
+
+class HFSource:
+    what = "Hugging Face Llama folder"
+    NAMES = dict(attn_norm="input_layernorm", ffn_norm="post_attention_layernorm",
+                 wq="self_attn.q_proj", wk="self_attn.k_proj", wv="self_attn.v_proj",
+                 wo="self_attn.o_proj", w1="mlp.gate_proj", w2="mlp.down_proj",
+                 w3="mlp.up_proj")
+
+    def __init__(self, folder):
+        c = hf_config(folder)
+        self.st = SafetensorsIndex(safetensors_files(folder))
+        shared = c.pop("tie") or "lm_head.weight" not in self.st
+        self.cfg = dict(c, shared_classifier=int(shared))
+        check_config(self.cfg, folder)
+        biases = [n for n in self.st.names() if n.endswith(".bias")]
+        if biases:
+            raise ConvertError(f"{folder}: bias tensors are not supported ({biases[0]}, ...)")
+        # Check every tensor's presence, dtype and shape before writing.
+        for kind, layer, name, shape in self._plan():
+            self.st.check(name, shape)
+
+    def _plan(self):
+        c = self.cfg
+        dim, vocab = c["dim"], c["vocab"]
+        shapes = per_layer_shapes(c)
+        yield "tok_emb", None, "model.embed_tokens.weight", (vocab, dim)
+        for l in range(c["n_layers"]):
+            for k in LAYER_KINDS:
+                yield k, l, f"model.layers.{l}.{self.NAMES[k]}.weight", shapes[k]
+        yield "final_norm", None, "model.norm.weight", (dim,)
+        if not c["shared_classifier"]:
+            yield "wcls", None, "lm_head.weight", (vocab, dim)
+
+    def tensor(self, kind, layer=None):
+        for k, l, name, shape in self._plan():
+            if k == kind and l == layer:
+                x = self.st.load(name, shape)
+                if kind == "wq":
+                    x = hf_unpermute(x, self.cfg["n_heads"])
+                elif kind == "wk":
+                    x = hf_unpermute(x, self.cfg["n_kv_heads"])
+                return x
+        raise KeyError(kind)
+
+
+# ======================================================== checks, padding
+def check_config(c, where):
+    """Shape rules of the runtime, checked before any data is read."""
+    dim, n_heads, n_kv = c["dim"], c["n_heads"], c["n_kv_heads"]
+    problem = None
+    if dim % mlb.QK:
+        problem = (f"dim {dim} is not a multiple of {mlb.QK}: every matrix is quantized "
+                   f"along dim in blocks of {mlb.QK}")
+    elif dim % n_heads:
+        problem = f"dim {dim} is not a multiple of n_heads {n_heads}"
+    elif (dim // n_heads) % 2:
+        problem = f"head_dim {dim // n_heads} is odd; RoPE rotates pairs"
+    elif n_heads % n_kv:
+        problem = f"n_heads {n_heads} is not a multiple of n_kv_heads {n_kv}"
+    if problem:
+        raise ConvertError(f"{where}: {problem}")
+
+
+def padded_hidden(hidden):
+    return (hidden + mlb.QK - 1) // mlb.QK * mlb.QK
+
+
+def tensor_stream(src, h):
+    """(name, float32 (rows, cols) or (n,)) in .mlb order, hidden padded.
+    Zero-padding the FFN is exact: a zero row of w1/w3 gives silu(0)*0 = 0,
+    which then meets a zero column of w2."""
+    hid0, hid = src.cfg["hidden_dim"], h["hidden_dim"]
+
+    def fetch(kind, layer=None):
+        x = np.ascontiguousarray(src.tensor(kind, layer), dtype=np.float32)
+        if not np.isfinite(x).all():
+            where = kind if layer is None else f"layer {layer} {kind}"
+            raise ConvertError(f"{where} contains NaN or Inf")
+        if hid != hid0 and kind in ("w1", "w3"):
+            x = np.pad(x, ((0, hid - hid0), (0, 0)))
+        elif hid != hid0 and kind == "w2":
+            x = np.pad(x, ((0, 0), (0, hid - hid0)))
+        return x
+
+    yield "tok_emb", fetch("tok_emb")
+    for l in range(h["n_layers"]):
+        for kind in LAYER_KINDS:
+            yield f"layers.{l}.{kind}", fetch(kind, l)
+    yield "final_norm", fetch("final_norm")
+    if not h["shared_classifier"]:
+        yield "wcls", fetch("wcls")
+
+
+# ======================================================== report
+class ErrorStats:
+    """Quantization error per tensor kind, aggregated over layers. Padding
+    is excluded from the counts (its error is exactly zero)."""
+
+    def __init__(self, wtype, hid0, hid):
+        self.wtype, self.hid0, self.hid = wtype, hid0, hid
+        self.kinds = {}
+
+    def __call__(self, name, x, q, d):
+        if q is None:
+            return  # F32 norms are stored exactly
+        kind = name.rsplit(".", 1)[-1]
+        err = (mlb.dequantize(self.wtype, q, d) - x).astype(np.float64)
+        n = x.size // self.hid * self.hid0 if kind in ("w1", "w2", "w3") else x.size
+        s = self.kinds.setdefault(kind, [0.0, 0, 0.0, 0.0])
+        s[0] += float(np.sum(err * err))
+        s[1] += n
+        s[2] += float(np.sum(x.astype(np.float64) ** 2))
+        s[3] = max(s[3], float(np.max(np.abs(err))))
+
+    def print(self):
+        print(f"  {'tensor':<8} {'elements':>10} {'rmse':>10} {'rel_rmse':>9} {'max_err':>10}")
+        for kind, (sse, n, ss, mx) in self.kinds.items():
+            rmse, rms = (sse / n) ** 0.5, (ss / n) ** 0.5
+            rel = f"{100 * rmse / rms:.3f}%" if rms else "-"
+            print(f"  {kind:<8} {n:>10} {rmse:>10.3e} {rel:>9} {mx:>10.3e}")
+
+
+# ======================================================== main
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        print(f"convert: error: {message}", file=sys.stderr)
+        sys.exit(1)
+
+
+def open_source(path):
+    if os.path.isdir(path):
+        return HFSource(path)
+    if not os.path.isfile(path):
+        raise ConvertError(f"{path}: no such file or folder")
+    return open_llama2c(path)
+
+
+def convert(inp, out, wtype_name):
+    src = open_source(inp)
+    c = src.cfg
+    h = dict(c, hidden_dim=padded_hidden(c["hidden_dim"]), wtype=mlb.WTYPES[wtype_name])
+    if h["hidden_dim"] != c["hidden_dim"]:
+        print(f"convert: note: hidden_dim {c['hidden_dim']} is not a multiple of {mlb.QK}; "
+              f"zero-padding to {h['hidden_dim']} (w1/w3 gain zero rows, w2 zero columns; "
+              "exact since silu(0)*0 = 0)")
+    stats = ErrorStats(h["wtype"], c["hidden_dim"], h["hidden_dim"])
+    size = mlb.write_mlb(out, h, tensor_stream(src, h), on_tensor=stats)
+
+    print(f"{inp} ({src.what}) -> {out}")
+    print(f"  {mlb.WTYPE_NAMES[h['wtype']]} quantization error (vs fp32 source):")
+    stats.print()
+    padded = f" (padded from {c['hidden_dim']})" if h["hidden_dim"] != c["hidden_dim"] else ""
+    print(f"  shape: dim {h['dim']}, hidden_dim {h['hidden_dim']}{padded}, n_layers "
+          f"{h['n_layers']}, n_heads {h['n_heads']}, n_kv_heads {h['n_kv_heads']}, vocab "
+          f"{h['vocab']}, max_seq {h['max_seq']}, rope_theta {h['rope_theta']:g}, norm_eps "
+          f"{h['norm_eps']:g}, {'shared' if h['shared_classifier'] else 'separate'} classifier")
+    print(f"  wtype {mlb.WTYPE_NAMES[h['wtype']]}, file {size} bytes")
+
+
+def main(argv=None):
+    ap = Parser(prog="convert", description=__doc__.split("\n\n")[0])
+    ap.add_argument("input", help="llama2.c .bin (legacy or v1) or Hugging Face Llama folder")
+    ap.add_argument("output", help="output .mlb file")
+    ap.add_argument("--wtype", default="q8_0", type=str.lower, choices=sorted(mlb.WTYPES),
+                    help="weight type (default q8_0)")
+    args = ap.parse_args(argv)
+    try:
+        convert(args.input, args.output, args.wtype)
+    except (ConvertError, mlb.MlbError, OSError) as e:
+        print(f"convert: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
