@@ -12,6 +12,13 @@
 #define ML_Q4_OFFSET 8                /* stored nibble = value + 8 */
 #define ML_ALIGN 64                   /* every on-disk and arena array */
 
+/* Q8_0 blocks whose largest |x| is below this are stored as zero. Without it
+ * a tiny (e.g. denormal) amax makes 127/amax overflow to inf and 0*inf = NaN
+ * reach the float->int conversion, which is undefined in C and differs
+ * between ISAs. With it, id <= 1.27e32 and d is a normal float. The lost
+ * values are < 1e-30 in magnitude: noise for any activation. */
+#define ML_Q8_AMAX_MIN 1e-30f
+
 /* Element types; values are stored in the .mlb header (u32 wtype). */
 typedef enum {
     ML_TYPE_F32 = 0,

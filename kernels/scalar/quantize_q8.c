@@ -12,14 +12,6 @@
 
 #include "config/ml_kernels.h"
 
-/* Blocks whose largest |x| is below this are stored as zero. Without it a
- * tiny (e.g. denormal) amax makes 127/amax overflow to inf and 0*inf = NaN
- * reach the float->int conversion, which is undefined in C and differs
- * between ISAs. With it, id <= 1.27e32 and d is a normal float. The lost
- * values are < 1e-30 in magnitude: noise for any activation. */
-#ifndef ML_Q8_AMAX_MIN
-#define ML_Q8_AMAX_MIN 1e-30f
-#endif
 
 void ml_k_quantize_q8_scalar(ml_qact *out, const float *x, int k) {
     for (int b = 0; b < k / ML_QK; b++) {
