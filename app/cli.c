@@ -2,8 +2,13 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+#include "app/exit_codes.h"
 
 int ml_cli_int(const char *s, long lo, long hi, long *out) {
     if (!s || !*s) return 0;
@@ -26,7 +31,9 @@ int ml_cli_float(const char *s, double lo, double hi, double *out) {
 }
 
 int ml_cli_u64(const char *s, unsigned long long *out) {
-    if (!s || !*s || *s == '-') return 0;
+    /* strtoull skips blanks and accepts a sign, negating the value: " -1"
+     * would become 2^64 - 1. Only digits are a non-negative integer. */
+    if (!s || *s < '0' || *s > '9') return 0;
     char *end;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
@@ -39,4 +46,82 @@ double ml_cli_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- ml_run's options ------------------------------------------------------ */
+
+static int usage_error(char *msg, size_t n, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static int usage_error(char *msg, size_t n, const char *fmt, ...) {
+    if (msg && n) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, n, fmt, ap);
+        va_end(ap);
+    }
+    return ML_EXIT_USAGE;
+}
+
+/* Options that take a value; anything else starting with '-' is unknown. */
+static int takes_value(const char *a) {
+    static const char *const names[] = {"-m", "-z", "-i", "-n", "--temp", "-T", "--top-p", "-p",
+                                        "-s", "-t", "-c", "--logits", "--ids"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(a, names[i])) return 1;
+    return 0;
+}
+
+int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t msg_size) {
+    *o = (ml_run_opts){.prompt = "", .steps = -1, .temperature = 1.0, .topp = 0.9, .threads = 1,
+                       .use_mmap = 1};
+    if (msg && msg_size) msg[0] = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return ML_EXIT_OK;
+        if (!strcmp(a, "--no-mmap")) {
+            o->use_mmap = 0;
+            continue;
+        }
+        if (a[0] != '-') return usage_error(msg, msg_size, "unexpected argument '%s'", a);
+        if (!takes_value(a)) return usage_error(msg, msg_size, "unknown option '%s'", a);
+        if (i + 1 >= argc) return usage_error(msg, msg_size, "option %s needs a value", a);
+        const char *v = argv[++i];
+        long n;
+        double f;
+        if (!strcmp(a, "-m")) o->model = v;
+        else if (!strcmp(a, "-z")) o->tokenizer = v;
+        else if (!strcmp(a, "-i")) o->prompt = v;
+        else if (!strcmp(a, "--logits")) o->logits_path = v;
+        else if (!strcmp(a, "--ids")) o->ids_path = v;
+        else if (!strcmp(a, "-n")) {
+            if (!ml_cli_int(v, 0, 1L << 30, &n))
+                return usage_error(msg, msg_size, "-n: expected an integer >= 0, got '%s'", v);
+            o->steps = n;
+        } else if (!strcmp(a, "--temp") || !strcmp(a, "-T")) {
+            if (!ml_cli_float(v, 0.0, 1e6, &f))
+                return usage_error(msg, msg_size, "--temp: expected a number >= 0, got '%s'", v);
+            o->temperature = f;
+        } else if (!strcmp(a, "--top-p") || !strcmp(a, "-p")) {
+            if (!ml_cli_float(v, 0.0, 1.0, &f))
+                return usage_error(msg, msg_size, "--top-p: expected a number in [0, 1], got '%s'", v);
+            o->topp = f;
+        } else if (!strcmp(a, "-s")) {
+            if (!ml_cli_u64(v, &o->seed))
+                return usage_error(msg, msg_size, "-s: expected an integer >= 0, got '%s'", v);
+        } else if (!strcmp(a, "-t")) {
+            if (!ml_cli_int(v, 1, 256, &n))
+                return usage_error(msg, msg_size, "-t: expected a thread count in 1..256, got '%s'", v);
+            o->threads = n;
+        } else { /* -c */
+            if (!ml_cli_int(v, 1, 1L << 30, &n))
+                return usage_error(msg, msg_size, "-c: expected a context length >= 1, got '%s'", v);
+            o->context = n;
+        }
+    }
+    if (!o->model) return usage_error(msg, msg_size, "missing -m model.mlb");
+    if (!o->tokenizer) return usage_error(msg, msg_size, "missing -z tokenizer.bin");
+    return ML_CLI_RUN;
 }

@@ -1,7 +1,11 @@
-/* Strict parsing of command-line numbers: the whole string must be a
- * number in range, or the caller prints usage and exits. */
+/* Command-line parsing shared by the app/ programs: strict numbers (the
+ * whole string must be a number in range, or the caller prints usage and
+ * exits), and ml_run's option parser, kept free of I/O so a fuzz target
+ * (fuzz/fuzz_cli.c) can call it. */
 #ifndef ML_CLI_H
 #define ML_CLI_H
+
+#include <stddef.h>
 
 /* 1 on success. */
 int ml_cli_int(const char *s, long lo, long hi, long *out);
@@ -10,5 +14,23 @@ int ml_cli_u64(const char *s, unsigned long long *out);
 
 /* Seconds on a monotonic clock. */
 double ml_cli_now(void);
+
+/* ---- ml_run's options ---- */
+typedef struct {
+    const char *model, *tokenizer, *prompt, *logits_path, *ids_path; /* prompt: "" if none */
+    long steps;                  /* -n; -1: not given */
+    double temperature, topp;    /* --temp in [0, 1e6], --top-p in [0, 1] */
+    unsigned long long seed;     /* -s; 0: not given (seed from the clock) */
+    long threads;                /* -t in 1..256 */
+    long context;                /* -c; 0: not given (the model's context) */
+    int use_mmap;                /* 0 with --no-mmap */
+} ml_run_opts;
+
+#define ML_CLI_RUN (-1) /* ml_run_parse_args: go ahead and run */
+
+/* Parse ml_run's argv into o. Returns ML_CLI_RUN; ML_EXIT_OK for -h/--help
+ * (the caller prints usage); or ML_EXIT_USAGE with the reason in msg (the
+ * caller prints it and usage). Never prints, never exits. */
+int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t msg_size);
 
 #endif

@@ -1,9 +1,10 @@
 /* ml_run: load a .mlb model and a llama2.c tokenizer, generate text.
  * The only layer (with the other app/ programs) that prints and exits. */
-#include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "app/cli.h"
@@ -22,13 +23,15 @@ static void usage(FILE *f) {
             "  -m FILE        model, converted by tools/convert.py\n"
             "  -z FILE        llama2.c tokenizer.bin matching the model's vocab\n"
             "  -i TEXT        prompt (default: none, the story starts from BOS)\n"
-            "  -n N           tokens to run, prompt included (default %d or the context;\n"
-            "                 0 = the whole context)\n"
+            "  -n N           tokens to run, prompt included (default %d, or the whole\n"
+            "                 context if shorter or if the prompt is longer; 0 = the whole\n"
+            "                 context)\n"
             "  --temp T       temperature >= 0 (default 1.0; 0 = greedy)\n"
             "  --top-p P      nucleus sampling in [0, 1] (default 0.9; 0 or 1 = off)\n"
             "  -s SEED        random seed (default: from the clock)\n"
             "  -t N           threads (default 1; THREADS=pthread builds)\n"
-            "  -c N           cap the context, and so the KV cache, at N tokens\n"
+            "  -c N           cap the context, and so the KV cache, at N tokens (an N above\n"
+            "                 the model's context has no effect)\n"
             "  --no-mmap      read the model into memory instead of mapping it\n"
             "  --logits FILE  write each position's logits (float32 x vocab) to FILE\n"
             "  --ids FILE     write the token ids (prompt, then generated), one per line\n"
@@ -37,84 +40,30 @@ static void usage(FILE *f) {
             DEFAULT_STEPS, ML_ISA_NAME);
 }
 
-static int bad_usage(const char *fmt, const char *arg) {
-    fprintf(stderr, "ml_run: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n\n");
-    usage(stderr);
-    return ML_EXIT_USAGE;
-}
-
 static int fail(const char *what, ml_status s, const ml_err *err) {
     fprintf(stderr, "ml_run: %s failed (%s): %s\n", what, ml_status_name(s), err->msg);
     return ML_EXIT_FAIL;
 }
 
-typedef struct {
-    const char *model, *tokenizer, *prompt, *logits_path, *ids_path;
-    long steps;         /* -1: default */
-    double temperature, topp;
-    unsigned long long seed;
-    long threads, context;
-    int use_mmap;
-} options;
-
-/* Parse argv into o; returns -1 on success or an exit code. */
-static int parse_args(int argc, char **argv, options *o) {
-    *o = (options){.prompt = "", .steps = -1, .temperature = 1.0, .topp = 0.9, .threads = 1,
-                   .use_mmap = 1};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return ML_EXIT_OK;
-        }
-        if (!strcmp(a, "--no-mmap")) {
-            o->use_mmap = 0;
-            continue;
-        }
-        if (a[0] != '-' ) return bad_usage("unexpected argument '%s'", a);
-        if (i + 1 >= argc) return bad_usage("option %s needs a value", a);
-        const char *v = argv[++i];
-        long n;
-        double f;
-        if (!strcmp(a, "-m")) o->model = v;
-        else if (!strcmp(a, "-z")) o->tokenizer = v;
-        else if (!strcmp(a, "-i")) o->prompt = v;
-        else if (!strcmp(a, "--logits")) o->logits_path = v;
-        else if (!strcmp(a, "--ids")) o->ids_path = v;
-        else if (!strcmp(a, "-n")) {
-            if (!ml_cli_int(v, 0, 1L << 30, &n)) return bad_usage("-n: expected an integer >= 0, got '%s'", v);
-            o->steps = n;
-        } else if (!strcmp(a, "--temp") || !strcmp(a, "-T")) {
-            if (!ml_cli_float(v, 0.0, 1e6, &f)) return bad_usage("--temp: expected a number >= 0, got '%s'", v);
-            o->temperature = f;
-        } else if (!strcmp(a, "--top-p") || !strcmp(a, "-p")) {
-            if (!ml_cli_float(v, 0.0, 1.0, &f)) return bad_usage("--top-p: expected a number in [0, 1], got '%s'", v);
-            o->topp = f;
-        } else if (!strcmp(a, "-s")) {
-            if (!ml_cli_u64(v, &o->seed)) return bad_usage("-s: expected an integer >= 0, got '%s'", v);
-        } else if (!strcmp(a, "-t")) {
-            if (!ml_cli_int(v, 1, 256, &n)) return bad_usage("-t: expected a thread count in 1..256, got '%s'", v);
-            o->threads = n;
-        } else if (!strcmp(a, "-c")) {
-            if (!ml_cli_int(v, 1, 1L << 30, &n)) return bad_usage("-c: expected a context length >= 1, got '%s'", v);
-            o->context = n;
-        } else {
-            return bad_usage("unknown option '%s'", a);
-        }
+/* Options are parsed by ml_run_parse_args (app/cli.c, fuzzed by
+ * fuzz/fuzz_cli.c); this prints what it decided. Returns ML_CLI_RUN or an
+ * exit code. */
+static int parse_args(int argc, char **argv, ml_run_opts *o) {
+    char msg[512];
+    int rc = ml_run_parse_args(argc, argv, o, msg, sizeof msg);
+    if (rc == ML_EXIT_OK) usage(stdout);
+    if (rc == ML_EXIT_USAGE) {
+        fprintf(stderr, "ml_run: %s\n\n", msg);
+        usage(stderr);
     }
-    if (!o->model) return bad_usage("%s", "missing -m model.mlb");
-    if (!o->tokenizer) return bad_usage("%s", "missing -z tokenizer.bin");
-    return -1;
+    return rc;
 }
 
 /* ---- output ------------------------------------------------------------ */
 
 typedef struct {
     const ml_tokenizer *tok;
-    FILE *logits, *ids;
-    int io_error;
+    FILE *logits, *ids; /* write errors stay in ferror(): finish_outputs reports them */
 } run_ctx;
 
 /* Print a piece, dropping raw control bytes (a byte-fallback token can be
@@ -132,28 +81,66 @@ static void on_token(void *ud, int prev, int token) {
     size_t len = 0;
     const char *piece = ml_tokenizer_decode(r->tok, prev, token, &len);
     if (piece) print_piece(piece, len);
-    if (r->ids && fprintf(r->ids, "%d\n", token) < 0) r->io_error = 1;
+    if (r->ids) fprintf(r->ids, "%d\n", token);
 }
 
 static void on_logits(void *ud, int pos, const float *logits, int vocab) {
     run_ctx *r = ud;
     (void)pos;
-    if (r->logits && fwrite(logits, sizeof *logits, (size_t)vocab, r->logits) != (size_t)vocab)
-        r->io_error = 1;
+    if (r->logits) fwrite(logits, sizeof *logits, (size_t)vocab, r->logits);
 }
 
-static FILE *open_out(const char *path) {
-    FILE *f = fopen(path, "wb");
-    if (!f) fprintf(stderr, "ml_run: cannot write '%s'\n", path);
-    return f;
+/* --logits and --ids files are complete or absent: a run that fails after
+ * creating them deletes them (a write error, a generation error, or the
+ * other file not opening). Devices and pipes (/dev/stdout, a FIFO) are
+ * written through and never deleted. */
+typedef struct {
+    const char *path;
+    FILE *f;
+    int regular; /* a regular file: deleted on failure */
+} out_file;
+
+static int open_out(out_file *o, const char *path) {
+    *o = (out_file){.path = path};
+    if (!path) return 1;
+    o->f = fopen(path, "wb");
+    if (!o->f) {
+        fprintf(stderr, "ml_run: cannot write '%s': %s\n", path, strerror(errno));
+        return 0;
+    }
+    struct stat st;
+    o->regular = fstat(fileno(o->f), &st) == 0 && S_ISREG(st.st_mode);
+    return 1;
+}
+
+/* Close every output; a write error fails the run. On failure delete the
+ * regular files. Returns rc, or ML_EXIT_FAIL after a write error. */
+static int finish_outputs(out_file *o, int n, int rc) {
+    for (int i = 0; i < n; i++) {
+        if (!o[i].f) continue;
+        int bad = ferror(o[i].f);
+        if (fclose(o[i].f)) bad = 1;
+        o[i].f = NULL;
+        if (bad && rc == ML_EXIT_OK) {
+            fprintf(stderr, "ml_run: writing '%s' failed (disk full?)\n", o[i].path);
+            rc = ML_EXIT_FAIL;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        if (rc != ML_EXIT_OK && o[i].regular) {
+            remove(o[i].path);
+            o[i].regular = 0;
+        }
+    }
+    return rc;
 }
 
 /* ---- main -------------------------------------------------------------- */
 
 int ml_main(int argc, char **argv) {
-    options o;
+    ml_run_opts o;
     int rc = parse_args(argc, argv, &o);
-    if (rc >= 0) return rc;
+    if (rc != ML_CLI_RUN) return rc;
 
     ml_err err = {{0}};
     ml_model m;
@@ -173,14 +160,14 @@ int ml_main(int argc, char **argv) {
             "ml_run: weights %.2f MiB %s, arena %.2f MiB (KV cache %.2f MiB); loaded in %.1f ms\n",
             ML_ISA_NAME, c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->hidden_dim, c->vocab,
             c->max_seq, c->wtype == ML_TYPE_Q8_0 ? "Q8_0" : "Q4_0", m.weight_bytes / 1048576.0,
-            m.file.mapped ? "mapped" : "read into memory", m.arena.cap / 1048576.0,
+            ml_file_kind_name(m.file.kind), m.arena.cap / 1048576.0,
             m.kv_bytes / 1048576.0, t_load * 1e3);
 
     /* Steps: explicit values must fit the context; the default shrinks to it. */
     int steps = o.steps < 0 ? (DEFAULT_STEPS < c->max_seq ? DEFAULT_STEPS : c->max_seq)
                 : o.steps == 0 ? c->max_seq : (int)o.steps;
     int *prompt = NULL;
-    FILE *flog = NULL, *fids = NULL;
+    out_file outs[2] = {{0}, {0}}; /* --logits, --ids */
     rc = ML_EXIT_FAIL;
     if (o.steps > c->max_seq) {
         fprintf(stderr, "ml_run: -n %ld exceeds the context of %d tokens (use -n 0 for all of it)\n",
@@ -198,19 +185,19 @@ int ml_main(int argc, char **argv) {
         rc = fail("encoding the prompt", s, &err);
         goto done;
     }
+    if (o.steps < 0 && n_prompt > steps) steps = c->max_seq; /* a long prompt, no -n */
     if (n_prompt > steps) {
         fprintf(stderr, "ml_run: the prompt is %d tokens, more than %s of %d\n", n_prompt,
                 n_prompt > c->max_seq ? "the context" : "-n", steps);
         rc = ML_EXIT_USAGE;
         goto done;
     }
-    if ((o.logits_path && !(flog = open_out(o.logits_path))) || (o.ids_path && !(fids = open_out(o.ids_path))))
-        goto done;
+    if (!open_out(&outs[0], o.logits_path) || !open_out(&outs[1], o.ids_path)) goto done;
 
-    run_ctx r = {.tok = &tok, .logits = flog, .ids = fids};
+    run_ctx r = {.tok = &tok, .logits = outs[0].f, .ids = outs[1].f};
     /* on_token sees every token after the first, forced or sampled; the
      * prompt's own pieces are echoed as they are fed, like llama2.c. */
-    if (fids) fprintf(fids, "%d\n", prompt[0]);
+    if (r.ids) fprintf(r.ids, "%d\n", prompt[0]);
     ml_gen_callbacks cb = {.on_logits = on_logits, .on_token = on_token, .ud = &r};
     ml_sampler smp;
     unsigned long long seed = o.seed ? o.seed : (unsigned long long)time(NULL);
@@ -225,16 +212,15 @@ int ml_main(int argc, char **argv) {
         rc = fail("generating", s, &err);
         goto done;
     }
-    if (r.io_error) {
-        fprintf(stderr, "ml_run: writing --logits/--ids output failed\n");
+    if (fflush(stdout) || ferror(stdout)) {
+        fprintf(stderr, "ml_run: writing the text to stdout failed\n");
         goto done;
     }
+    if ((rc = finish_outputs(outs, 2, ML_EXIT_OK)) != ML_EXIT_OK) goto done;
     fprintf(stderr, "ml_run: %d tokens in %.3f s: %.1f tok/s, %.3f ms/token\n", n_pos, dt,
             dt > 0 ? n_pos / dt : 0.0, n_pos ? dt * 1e3 / n_pos : 0.0);
-    rc = ML_EXIT_OK;
 done:
-    if (flog && fclose(flog)) rc = ML_EXIT_FAIL;
-    if (fids && fclose(fids)) rc = ML_EXIT_FAIL;
+    rc = finish_outputs(outs, 2, rc);
     free(prompt);
     ml_tokenizer_free(&tok);
     ml_model_close(&m);

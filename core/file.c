@@ -1,3 +1,7 @@
+/* madvise(MADV_HUGEPAGE) is a Linux extension beyond POSIX. */
+#if defined(__linux__) && !defined(_DEFAULT_SOURCE)
+#define _DEFAULT_SOURCE
+#endif
 #include "core/file.h"
 
 #include <errno.h>
@@ -15,17 +19,24 @@
 #include <sys/mman.h>
 #endif
 
+/* Huge-page alignment for large buffers, so THP can back them. */
+#define HUGE_ALIGN (2u << 20)
+
 /* ---- read fallback: the whole file in one aligned heap buffer ---------- */
 static ml_status read_whole(ml_file *f, FILE *fp, const char *path, size_t size, ml_err *err) {
-    size_t cap = (size + ML_ALIGN - 1) / ML_ALIGN * ML_ALIGN;
-    unsigned char *buf = aligned_alloc(ML_ALIGN, cap ? cap : ML_ALIGN);
+    size_t align = size >= HUGE_ALIGN ? HUGE_ALIGN : ML_ALIGN;
+    size_t cap = (size + align - 1) / align * align;
+    unsigned char *buf = aligned_alloc(align, cap ? cap : align);
     if (!buf) return ml_errf(err, ML_E_NOMEM, "%s: cannot allocate %zu bytes to read it", path, size);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (align == HUGE_ALIGN) madvise(buf, cap, MADV_HUGEPAGE); /* a hint: failure is harmless */
+#endif
     if (fread(buf, 1, size, fp) != size) {
         free(buf);
         return ml_errf(err, ML_E_IO, "%s: short read (expected %zu bytes)", path, size);
     }
     f->data = buf;
-    f->mapped = 0;
+    f->kind = ML_FILE_HEAP;
     return ML_OK;
 }
 
@@ -44,7 +55,7 @@ static ml_status map_whole(ml_file *f, const char *path, ml_err *err) {
     }
     f->data = p;
     f->handle = mh;
-    f->mapped = 1;
+    f->kind = ML_FILE_MAPPED;
     return ML_OK;
 }
 #elif !defined(ML_NO_MMAP)
@@ -52,7 +63,7 @@ static ml_status map_whole(ml_file *f, FILE *fp, const char *path, ml_err *err) 
     void *p = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fileno(fp), 0);
     if (p == MAP_FAILED) return ml_errf(err, ML_E_IO, "%s: mmap failed: %s", path, strerror(errno));
     f->data = p;
-    f->mapped = 1;
+    f->kind = ML_FILE_MAPPED;
     return ML_OK;
 }
 #endif
@@ -85,11 +96,22 @@ ml_status ml_file_open(ml_file *f, const char *path, int use_mmap, ml_err *err) 
     return s;
 }
 
+void ml_file_borrow(ml_file *f, const void *data, size_t size) {
+    memset(f, 0, sizeof *f);
+    f->data = data;
+    f->size = size;
+    f->kind = ML_FILE_BORROWED;
+}
+
+const char *ml_file_kind_name(ml_file_kind k) {
+    return k == ML_FILE_MAPPED ? "mapped" : k == ML_FILE_HEAP ? "read into memory" : "in memory";
+}
+
 void ml_file_close(ml_file *f) {
     if (!f->data) return;
-    if (!f->mapped) {
+    if (f->kind == ML_FILE_HEAP) {
         free((void *)f->data);
-    } else {
+    } else if (f->kind == ML_FILE_MAPPED) {
 #if defined(_WIN32)
         UnmapViewOfFile(f->data);
         CloseHandle(f->handle);

@@ -9,15 +9,29 @@
 
 #include "core/status.h"
 
+typedef enum {
+    ML_FILE_MAPPED,   /* a file mapping */
+    ML_FILE_HEAP,     /* the file read into one aligned heap buffer */
+    ML_FILE_BORROWED, /* the caller's buffer (ml_bench's in-memory models) */
+} ml_file_kind;
+
 typedef struct {
     const unsigned char *data;
     size_t size;
-    int mapped;    /* 1: data is a file mapping; 0: a heap copy */
+    ml_file_kind kind;
     void *handle;  /* platform bookkeeping (Windows mapping handle) */
 } ml_file;
 
-/* Open path read-only. use_mmap = 0 forces the read fallback. */
+/* Open path read-only. use_mmap = 0 forces the read fallback, which on Linux
+ * asks for transparent huge pages: weights read through a file mapping can
+ * stream markedly slower on some VMs (see the README's speed notes). */
 ml_status ml_file_open(ml_file *f, const char *path, int use_mmap, ml_err *err);
+
+/* View a caller-owned, 64-byte-aligned buffer as a file; close leaves it alone. */
+void ml_file_borrow(ml_file *f, const void *data, size_t size);
 void ml_file_close(ml_file *f);
+
+/* "mapped", "read into memory" or "in memory". */
+const char *ml_file_kind_name(ml_file_kind k);
 
 #endif

@@ -256,28 +256,37 @@ static void fill_rope_tables(ml_model *m) {
     }
 }
 
+/* Everything after the bytes are in place: header, arena, weights, threads. */
+static ml_status open_loaded(ml_model *m, const char *path, const ml_open_opts *opts, ml_err *err) {
+    ml_status s;
+    if ((uintptr_t)m->file.data % ML_ALIGN)
+        return ml_errf(err, ML_E_IO, "%s: data is not %d-byte aligned", path, ML_ALIGN);
+    if ((s = parse_header(&m->cfg, &m->file, path, err))) return s;
+    if (opts->max_seq < 0)
+        return ml_errf(err, ML_E_ARG, "context: expected a positive length, got %d", opts->max_seq);
+    if (opts->max_seq > 0 && opts->max_seq < m->cfg.max_seq) m->cfg.max_seq = opts->max_seq;
+    if ((s = map_weights(m, NULL, path, err))) return s;
+    if ((s = carve_state(m, err))) return s;
+    if ((s = map_weights(m, m->w.layers, path, err))) return s;
+    if ((s = ml_ops_init(&m->ops, opts->n_threads, err))) return s;
+    fill_rope_tables(m);
+    return ML_OK;
+}
+
 ml_status ml_model_open(ml_model *m, const char *path, const ml_open_opts *opts, ml_err *err) {
     memset(m, 0, sizeof *m);
     ml_status s = ml_file_open(&m->file, path, opts->use_mmap, err);
-    if (s) return s;
-    if ((uintptr_t)m->file.data % ML_ALIGN) {
-        s = ml_errf(err, ML_E_IO, "%s: mapping is not %d-byte aligned", path, ML_ALIGN);
-        goto fail;
-    }
-    if ((s = parse_header(&m->cfg, &m->file, path, err))) goto fail;
-    if (opts->max_seq < 0) {
-        s = ml_errf(err, ML_E_ARG, "context: expected a positive length, got %d", opts->max_seq);
-        goto fail;
-    }
-    if (opts->max_seq > 0 && opts->max_seq < m->cfg.max_seq) m->cfg.max_seq = opts->max_seq;
-    if ((s = map_weights(m, NULL, path, err))) goto fail;
-    if ((s = carve_state(m, err))) goto fail;
-    if ((s = map_weights(m, m->w.layers, path, err))) goto fail;
-    if ((s = ml_ops_init(&m->ops, opts->n_threads, err))) goto fail;
-    fill_rope_tables(m);
-    return ML_OK;
-fail:
-    ml_model_close(m);
+    if (!s) s = open_loaded(m, path, opts, err);
+    if (s) ml_model_close(m);
+    return s;
+}
+
+ml_status ml_model_open_buffer(ml_model *m, const void *data, size_t size, const char *name,
+                               const ml_open_opts *opts, ml_err *err) {
+    memset(m, 0, sizeof *m);
+    ml_file_borrow(&m->file, data, size);
+    ml_status s = open_loaded(m, name, opts, err);
+    if (s) ml_model_close(m);
     return s;
 }
 

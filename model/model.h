@@ -83,6 +83,11 @@ typedef struct {
 
 /* Validate and map a .mlb file, then carve every run buffer from one arena. */
 ml_status ml_model_open(ml_model *m, const char *path, const ml_open_opts *opts, ml_err *err);
+
+/* The same from a .mlb image in memory (64-byte aligned, owned by the caller,
+ * which keeps it alive until ml_model_close). name labels messages. */
+ml_status ml_model_open_buffer(ml_model *m, const void *data, size_t size, const char *name,
+                               const ml_open_opts *opts, ml_err *err);
 void ml_model_close(ml_model *m);
 
 /* One decoding step: token at position pos -> m->s.logits. */

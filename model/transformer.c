@@ -24,10 +24,9 @@ ml_status ml_forward(ml_model *m, int token, int pos, ml_err *err) {
 
         /* ---- attention: q, k, v projections straight into the KV cache ---- */
         ml_k_rmsnorm(s->xb, s->x, L->attn_norm, dim, c->norm_eps);
-        ml_op_quantize(o, &s->qa, s->xb, dim);
-        ml_op_matvec(o, s->q, &L->wq, &s->qa);
-        ml_op_matvec(o, k, &L->wk, &s->qa);
-        ml_op_matvec(o, v, &L->wv, &s->qa);
+        ml_op_quantize(&s->qa, s->xb, dim);
+        ml_matvec_job qkv[3] = {{s->q, &L->wq}, {k, &L->wk}, {v, &L->wv}};
+        ml_op_matvecs(o, qkv, 3, &s->qa);
         ml_k_rope(s->q, k, s->rope_cos + (size_t)pos * half, s->rope_sin + (size_t)pos * half,
                   c->head_dim, c->n_heads, c->n_kv_heads);
         ml_attn_args at = {
@@ -36,23 +35,21 @@ ml_status ml_forward(ml_model *m, int token, int pos, ml_err *err) {
             .max_seq = c->max_seq,
         };
         ml_op_attention(o, &at);
-        ml_op_quantize(o, &s->qa, s->xb, dim);
+        ml_op_quantize(&s->qa, s->xb, dim);
         ml_op_matvec(o, s->xb2, &L->wo, &s->qa);
         ml_k_add(s->x, s->xb2, dim);
 
         /* ---- feed-forward: w2(silu(w1 x) * w3 x) ---- */
         ml_k_rmsnorm(s->xb, s->x, L->ffn_norm, dim, c->norm_eps);
-        ml_op_quantize(o, &s->qa, s->xb, dim);
-        ml_op_matvec(o, s->hb, &L->w1, &s->qa);
-        ml_op_matvec(o, s->hb2, &L->w3, &s->qa);
-        ml_k_silu_mul(s->hb, s->hb2, c->hidden_dim);
-        ml_op_quantize(o, &s->qa, s->hb, c->hidden_dim);
+        ml_op_quantize(&s->qa, s->xb, dim);
+        ml_op_gate_up(o, s->hb, s->hb2, &L->w1, &L->w3, &s->qa);
+        ml_op_quantize(&s->qa, s->hb, c->hidden_dim);
         ml_op_matvec(o, s->xb, &L->w2, &s->qa);
         ml_k_add(s->x, s->xb, dim);
     }
 
     ml_k_rmsnorm(s->x, s->x, m->w.final_norm, dim, c->norm_eps);
-    ml_op_quantize(o, &s->qa, s->x, dim);
+    ml_op_quantize(&s->qa, s->x, dim);
     ml_op_matvec(o, s->logits, &m->w.wcls, &s->qa);
     return ML_OK;
 }

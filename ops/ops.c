@@ -6,25 +6,84 @@
 #include "config/ml_config.h"
 
 ml_status ml_ops_init(ml_ops *o, int n_threads, ml_err *err) {
-    if (n_threads != 1)
-        return ml_errf(err, ML_E_ARG, "threads: this build has no thread pool (THREADS=1), got -t %d",
-                       n_threads);
-    o->n_threads = 1;
-    return ML_OK;
+    o->n_threads = n_threads;
+    return ml_pool_create(&o->pool, n_threads, err);
 }
 
-void ml_ops_free(ml_ops *o) { (void)o; }
+void ml_ops_free(ml_ops *o) {
+    ml_pool_destroy(o->pool);
+    o->pool = NULL;
+}
+
+/* Thread ith's rows of a matrix: a contiguous range starting on a multiple
+ * of 4, so the kernels' 4-row groups are the same for every thread count. */
+static void split_rows(int rows, int ith, int nth, int *r0, int *r1) {
+    int chunk = ((rows + nth - 1) / nth + 3) & ~3;
+    *r0 = ith * chunk < rows ? ith * chunk : rows;
+    *r1 = *r0 + chunk < rows ? *r0 + chunk : rows;
+}
+
+static void matvec_rows(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
+    if (r0 >= r1) return;
+    if (W->type == ML_TYPE_Q8_0)
+        ml_k_matvec_q8(y, W, x, r0, r1);
+    else
+        ml_k_matvec_q4(y, W, x, r0, r1);
+}
+
+/* ---- batched matvec ---------------------------------------------------- */
+
+typedef struct {
+    const ml_matvec_job *jobs;
+    int n_jobs;
+    const ml_qact *x;
+} matvecs_task;
+
+static void matvecs_run(void *ctx, int ith, int nth) {
+    const matvecs_task *t = ctx;
+    for (int j = 0; j < t->n_jobs; j++) {
+        int r0, r1;
+        split_rows(t->jobs[j].W->rows, ith, nth, &r0, &r1);
+        matvec_rows(t->jobs[j].y, t->jobs[j].W, t->x, r0, r1);
+    }
+}
+
+void ml_op_matvecs(ml_ops *o, const ml_matvec_job *jobs, int n_jobs, const ml_qact *x) {
+    matvecs_task t = {jobs, n_jobs, x};
+    ml_pool_run(o->pool, matvecs_run, &t);
+}
 
 void ml_op_matvec(ml_ops *o, float *y, const ml_qtensor *W, const ml_qact *x) {
-    (void)o;
-    if (W->type == ML_TYPE_Q8_0)
-        ml_k_matvec_q8(y, W, x, 0, W->rows);
-    else
-        ml_k_matvec_q4(y, W, x, 0, W->rows);
+    ml_matvec_job job = {y, W};
+    ml_op_matvecs(o, &job, 1, x);
 }
 
-void ml_op_quantize(ml_ops *o, ml_qact *out, const float *x, int k) {
-    (void)o;
+/* ---- SwiGLU up-projection ----------------------------------------------- */
+
+typedef struct {
+    float *g, *u;
+    const ml_qtensor *W1, *W3;
+    const ml_qact *x;
+} gate_up_task;
+
+static void gate_up_run(void *ctx, int ith, int nth) {
+    const gate_up_task *t = ctx;
+    int r0, r1;
+    split_rows(t->W1->rows, ith, nth, &r0, &r1);
+    matvec_rows(t->g, t->W1, t->x, r0, r1);
+    matvec_rows(t->u, t->W3, t->x, r0, r1);
+    if (r1 > r0) ml_k_silu_mul(t->g + r0, t->u + r0, r1 - r0);
+}
+
+void ml_op_gate_up(ml_ops *o, float *g, float *u, const ml_qtensor *W1, const ml_qtensor *W3,
+                   const ml_qact *x) {
+    gate_up_task t = {g, u, W1, W3, x};
+    ml_pool_run(o->pool, gate_up_run, &t);
+}
+
+/* ---- single-threaded helpers ------------------------------------------- */
+
+void ml_op_quantize(ml_qact *out, const float *x, int k) {
     out->n = k;
     ml_k_quantize_q8(out, x, k);
 }
@@ -48,8 +107,12 @@ void ml_op_dequant_row(float *out, const ml_qtensor *W, int row) {
     }
 }
 
-/* Heads [h0, h1): scores, softmax, weighted sum of values. */
-static void attention_heads(const ml_attn_args *a, int h0, int h1) {
+/* ---- attention, split by head ------------------------------------------ */
+
+static void attention_run(void *ctx, int ith, int nth) {
+    const ml_attn_args *a = ctx;
+    int per = (a->n_heads + nth - 1) / nth;
+    int h0 = ith * per, h1 = h0 + per < a->n_heads ? h0 + per : a->n_heads;
     int hd = a->head_dim, kv_dim = a->n_kv_heads * hd;
     int group = a->n_heads / a->n_kv_heads; /* query heads per KV head (GQA) */
     float scale = sqrtf((float)hd);
@@ -67,6 +130,5 @@ static void attention_heads(const ml_attn_args *a, int h0, int h1) {
 }
 
 void ml_op_attention(ml_ops *o, const ml_attn_args *a) {
-    (void)o;
-    attention_heads(a, 0, a->n_heads);
+    ml_pool_run(o->pool, attention_run, (void *)a);
 }

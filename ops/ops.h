@@ -1,33 +1,50 @@
 /* Thin dispatch over the ml_k_* kernels: picks the kernel for a tensor's
- * type and splits work across threads (THREADS=pthread builds). */
+ * type and splits work across the thread pool (DESIGN §6): matvec rows in
+ * multiples of 4, attention by head. Every split gives bit-identical results,
+ * because each row and each head is computed the same way whoever runs it. */
 #ifndef ML_OPS_H
 #define ML_OPS_H
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "core/threads.h"
 
 typedef struct {
-    int n_threads; /* 1 in THREADS=1 builds */
+    ml_pool *pool;
+    int n_threads;
 } ml_ops;
 
 ml_status ml_ops_init(ml_ops *o, int n_threads, ml_err *err);
 void ml_ops_free(ml_ops *o);
 
-/* y[0 .. W->rows) = W x. */
+/* One matrix-vector product of a batch: y = W x. */
+typedef struct {
+    float *y;              /* (W->rows) */
+    const ml_qtensor *W;
+} ml_matvec_job;
+
+/* Every job of the batch against the same activations, in one parallel region. */
+void ml_op_matvecs(ml_ops *o, const ml_matvec_job *jobs, int n_jobs, const ml_qact *x);
 void ml_op_matvec(ml_ops *o, float *y, const ml_qtensor *W, const ml_qact *x);
 
-/* o = Q8_0(x), k a multiple of 32. */
-void ml_op_quantize(ml_ops *o, ml_qact *out, const float *x, int k);
+/* The SwiGLU up-projection in one region: g = silu(W1 x) * (W3 x); u is
+ * scratch (W3->rows). Each thread applies silu_mul to the rows it made. */
+void ml_op_gate_up(ml_ops *o, float *g, float *u, const ml_qtensor *W1, const ml_qtensor *W3,
+                   const ml_qact *x);
+
+/* out = Q8_0(x), k a multiple of 32. */
+void ml_op_quantize(ml_qact *out, const float *x, int k);
 
 /* out = row `row` of W, dequantized to float (the embedding lookup). */
 void ml_op_dequant_row(float *out, const ml_qtensor *W, int row);
 
-/* Multi-head attention over positions 0..pos of one layer's KV cache.
- *   q (n_heads, head_dim), kc/vc (max_seq, kv_dim), att (n_heads, max_seq),
- *   out (n_heads, head_dim). */
+/* Multi-head attention over positions 0..pos of one layer's KV cache. */
 typedef struct {
-    const float *q, *kc, *vc;
-    float *att, *out;
+    const float *q;   /* (n_heads, head_dim) */
+    const float *kc;  /* (max_seq, kv_dim) keys of this layer */
+    const float *vc;  /* (max_seq, kv_dim) values of this layer */
+    float *att;       /* (n_heads, max_seq) scores scratch */
+    float *out;       /* (n_heads, head_dim) */
     int pos, n_heads, n_kv_heads, head_dim, max_seq;
 } ml_attn_args;
 void ml_op_attention(ml_ops *o, const ml_attn_args *a);

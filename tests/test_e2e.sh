@@ -33,7 +33,11 @@ REF=$(make -s ISA=scalar $MAKE_ARGS print-build)
 # shellcheck disable=SC2086
 NOMMAP=$(make -s ISA="$ISA" ML_NO_MMAP=1 $MAKE_ARGS print-build)
 # shellcheck disable=SC2086
+THREADED=$(make -s ISA="$ISA" THREADS=pthread $MAKE_ARGS print-build)
+# shellcheck disable=SC2086
 make -s ISA=scalar $MAKE_ARGS "$REF/ml_run" >/dev/null || bad "build $REF/ml_run"
+# shellcheck disable=SC2086
+make -s ISA="$ISA" THREADS=pthread $MAKE_ARGS "$THREADED/ml_run" >/dev/null || bad "build $THREADED/ml_run"
 # shellcheck disable=SC2086
 make -s ISA="$ISA" ML_NO_MMAP=1 $MAKE_ARGS "$NOMMAP/ml_run" >/dev/null || bad "build $NOMMAP/ml_run"
 
@@ -77,6 +81,13 @@ for wt in q8_0 q4_0; do
     n=$(run -m "$m" -z "$t" -n 0 --temp 0 --ids "$tmp/full.ids" 2>&1 >/dev/null | grep -c "tok/s")
     check "random $wt: -n 0 runs to the end of the context and stops cleanly" "[ $n -eq 1 ] && [ \$(wc -l <'$tmp/full.ids') -le 65 ]"
     compare_with_scalar "random $wt" "$m" "$t" 320 "hello"
+    # Threads split rows and heads; every split must give the same bits.
+    for n in 1 2 3 8; do
+        # shellcheck disable=SC2086
+        $RUNNER "$THREADED/ml_run" -m "$m" -z "$t" -i "hello" -n 40 --temp 0 -t $n --logits "$tmp/t$n.f32" >/dev/null 2>&1
+    done
+    check "random $wt: THREADS=pthread build, -t 1/2/3/8 bit-identical to each other and to THREADS=1" \
+        "[ -s '$tmp/t1.f32' ] && cmp -s '$tmp/t1.f32' '$tmp/t2.f32' && cmp -s '$tmp/t1.f32' '$tmp/t3.f32' && cmp -s '$tmp/t1.f32' '$tmp/t8.f32' && cmp -s '$tmp/t1.f32' '$tmp/mmap.f32'"
 done
 
 # ---- real models ----------------------------------------------------------
