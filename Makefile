@@ -1,10 +1,11 @@
 # legacy-ml — `make help` lists the targets.
-#   make ISA=<isa> [THREADS=1|pthread] [ASM=0|1] [CROSS=<prefix>] [DEBUG=0|1] [ML_NO_MMAP=1]
+#   make ISA=<isa> [THREADS=1|pthread] [ASM=0|1] [CROSS=<prefix>] [DEBUG=0|1] [ML_NO_MMAP=1] [SAN=1]
 
 ISA      ?= scalar
 THREADS  ?= 1
 ASM      ?= 0
 DEBUG    ?= 0
+SAN      ?= 0
 CROSS    ?=
 CC       := $(if $(filter default,$(origin CC)),$(CROSS)gcc,$(CC))
 PYTHON   ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import numpy' 2>/dev/null && echo $$p && break; done)
@@ -44,15 +45,23 @@ FLAGS_neon_dotprod := -march=armv8.2-a+dotprod
 FLAGS_sve          := -march=armv8.2-a+dotprod+sve
 
 OPT      := $(if $(filter 1,$(DEBUG)),-O0 -g,-O2)
+# SAN=1: AddressSanitizer + UndefinedBehaviorSanitizer; the first report stops the program.
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+OPT      += $(if $(filter 1,$(SAN)),-g $(SAN_FLAGS))
 CFLAGS   ?=
 CFLAGS   += -std=c11 $(OPT) -Wall -Wextra -ffp-contract=off -D_POSIX_C_SOURCE=200809L \
             -I. -DML_ISA=$(ISA) -DML_THREADS_$(THREADS) \
             $(if $(ML_NO_MMAP),-DML_NO_MMAP) $(EXTRA_CFLAGS)
 LDFLAGS  ?=
+LDFLAGS  += $(if $(filter 1,$(SAN)),$(SAN_FLAGS))
 LDLIBS   := -lm $(if $(filter pthread,$(THREADS)),-lpthread)
 
-NAME_SUFFIX := $(if $(filter pthread,$(THREADS)),-pthread)$(if $(ML_NO_MMAP),-nommap)$(if $(filter 1,$(DEBUG)),-debug)$(if $(filter 1,$(ASM)),-asm)
-BUILD    ?= build/$(ISA)$(NAME_SUFFIX)$(if $(CROSS),-$(CROSS:%-=%))$(if $(filter-out gcc $(CROSS)gcc,$(CC)),-$(notdir $(CC)))
+NAME_SUFFIX := $(if $(filter pthread,$(THREADS)),-pthread)$(if $(ML_NO_MMAP),-nommap)$(if $(filter 1,$(DEBUG)),-debug)$(if $(filter 1,$(ASM)),-asm)$(if $(filter 1,$(SAN)),-san)
+# The build folder; BUILD=... on the command line overrides it (not the
+# environment, where the test scripts keep their own BUILD).
+ifneq ($(origin BUILD),command line)
+BUILD    := build/$(ISA)$(NAME_SUFFIX)$(if $(CROSS),-$(CROSS:%-=%))$(if $(filter-out gcc $(CROSS)gcc,$(CC)),-$(notdir $(CC)))
+endif
 
 # ---- sources ----
 LIB_SRC    := $(wildcard core/*.c model/*.c ops/*.c)
@@ -72,7 +81,7 @@ APP_OBJ    := $(call obj,app/cli.c)
 PROGS      := $(BUILD)/ml_run $(if $(wildcard app/ml_bench.c),$(BUILD)/ml_bench)
 TESTS      := $(patsubst tests/%.c,$(BUILD)/%,$(TEST_SRC))
 
-.PHONY: all help test test-all run clean print-build
+.PHONY: all help test test-all run clean print-build bench bench-all fuzz fuzz-bins
 all: $(PROGS) $(TESTS)
 
 help:
@@ -81,9 +90,13 @@ help:
 	@echo "  make run               build, convert the default model, generate a story"
 	@echo "  make test              build and run every test for ISA (default scalar)"
 	@echo "  make test-all          every ISA this machine can build: one result matrix"
+	@echo "  make bench             ml_bench of this build (kernels + stories15M decode)"
+	@echo "  make bench-all         every runnable x86 build side by side (BENCH_ARGS=...)"
+	@echo "  make fuzz              libFuzzer targets (clang, ASan+UBSan) into build/fuzz/; see fuzz/README"
 	@echo "  make clean             remove build/"
 	@echo "options: ISA=$(ISAS)"
 	@echo "         THREADS=1|pthread ASM=0|1 DEBUG=0|1 CROSS=<prefix> ML_NO_MMAP=1 CC=clang"
+	@echo "         SAN=1 (ASan+UBSan, into build/<isa>-san/)"
 
 # ---- objects: baseline flags, except kernels/<isa>/ and the no-LTO guard ----
 $(BUILD)/obj/kernels/%.o: kernels/%.c
@@ -106,15 +119,27 @@ $(TESTS): $(BUILD)/%: $(BUILD)/obj/tests/%.o $(GUARD_OBJ) $(LIB_OBJ)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(TEST_LDFLAGS_$(notdir $@))
 
 # test_noalloc counts the allocations our own objects make after load.
+# test_fuzz_regress replays fuzz inputs, ml_run's argument parser included.
+$(BUILD)/test_fuzz_regress: $(APP_OBJ)
 TEST_LDFLAGS_test_noalloc := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# ---- fuzzing: libFuzzer needs clang. The library is rebuilt with coverage
+# and sanitizers into build/fuzz/ (build/fuzz-<isa>/ for another ISA). ----
+FUZZ_TARGETS := $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
+fuzz:
+	@$(MAKE) --no-print-directory CC=clang BUILD=build/fuzz$(if $(filter-out scalar,$(ISA)),-$(ISA)) \
+	  EXTRA_CFLAGS="-g -fsanitize=fuzzer-no-link $(SAN_FLAGS)" fuzz-bins
+fuzz-bins: $(addprefix $(BUILD)/,$(FUZZ_TARGETS))
+$(BUILD)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_targets.h $(APP_OBJ) $(LIB_OBJ)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer $< $(APP_OBJ) $(LIB_OBJ) -o $@ $(LDLIBS)
 
 # ---- running ----
 # MAKE_ARGS lets tests build sibling variants (scalar reference, ML_NO_MMAP) of this build.
 test: all
 	@BUILD=$(BUILD) ISA=$(ISA) PYTHON=$(PYTHON) MODELS=$(MODELS) RUNNER="$(RUNNER)" \
-	  MAKE_ARGS="$(if $(filter-out default,$(origin CC)),CC=$(CC)) $(if $(CROSS),CROSS=$(CROSS)) THREADS=$(THREADS)" \
+	  MAKE_ARGS="$(if $(filter-out default,$(origin CC)),CC=$(CC)) $(if $(CROSS),CROSS=$(CROSS)) THREADS=$(THREADS) SAN=$(SAN)" \
 	  bash tests/run_tests.sh
 
 print-build:
@@ -125,6 +150,12 @@ test-all:
 
 run: all
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) MODELS=$(MODELS) bash tools/run_default.sh
+
+bench: all
+	$(BUILD)/ml_bench $(BENCH_ARGS)
+
+bench-all:
+	@BENCH_ARGS="$(BENCH_ARGS)" bash tools/bench_all.sh
 
 clean:
 	rm -rf build

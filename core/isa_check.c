@@ -126,7 +126,7 @@ ML_GUARD_FN void ml_x86_read(ml_x86_regs *r) {
     cpuid(0, 0, v);
     r->max_leaf = v[0];
 #else
-    r->max_leaf = __get_cpuid_max(0, NULL); /* 0 on an i386 without CPUID */
+    r->max_leaf = (uint32_t)__get_cpuid_max(0, NULL); /* 0 on an i386 without CPUID */
 #endif
     if (r->max_leaf >= 1) {
         cpuid(1, 0, v);

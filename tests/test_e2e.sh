@@ -31,15 +31,15 @@ fi
 # shellcheck disable=SC2086
 REF=$(make -s ISA=scalar $MAKE_ARGS print-build)
 # shellcheck disable=SC2086
-NOMMAP=$(make -s ISA="$ISA" ML_NO_MMAP=1 $MAKE_ARGS print-build)
+NOMMAP=$(make -s ISA="$ISA" $MAKE_ARGS ML_NO_MMAP=1 print-build)
 # shellcheck disable=SC2086
-THREADED=$(make -s ISA="$ISA" THREADS=pthread $MAKE_ARGS print-build)
+THREADED=$(make -s ISA="$ISA" $MAKE_ARGS THREADS=pthread print-build)
 # shellcheck disable=SC2086
 make -s ISA=scalar $MAKE_ARGS "$REF/ml_run" >/dev/null || bad "build $REF/ml_run"
 # shellcheck disable=SC2086
-make -s ISA="$ISA" THREADS=pthread $MAKE_ARGS "$THREADED/ml_run" >/dev/null || bad "build $THREADED/ml_run"
+make -s ISA="$ISA" $MAKE_ARGS THREADS=pthread "$THREADED/ml_run" >/dev/null || bad "build $THREADED/ml_run"
 # shellcheck disable=SC2086
-make -s ISA="$ISA" ML_NO_MMAP=1 $MAKE_ARGS "$NOMMAP/ml_run" >/dev/null || bad "build $NOMMAP/ml_run"
+make -s ISA="$ISA" $MAKE_ARGS ML_NO_MMAP=1 "$NOMMAP/ml_run" >/dev/null || bad "build $NOMMAP/ml_run"
 
 # Compare this build with the scalar one on model $1 / tokenizer $2: logits
 # over 16 teacher-forced+generated steps within 1e-3, and identical greedy ids.

@@ -22,6 +22,9 @@ fi
 
 # The compilers are part of what is tested: gcc natively, the CROSS gcc for ARM.
 unset CC
+# A parent make's command line (make test ISA=neon CROSS=...) must not leak
+# into the builds made here.
+unset MAKEFLAGS MFLAGS MAKELEVEL
 JOBS=${ML_JOBS:-2}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -89,7 +92,8 @@ refuses() {
     msg=$(grep -m 1 'legacy-ml: this binary was built for' "$tmp/r.err")
     if [ "$RC" -ne 3 ]; then bad "$what: exit $RC; stderr: $(head -c 300 "$tmp/r.err")"; return; fi
     if [ -z "$msg" ]; then bad "$what: no refusal message on stderr"; return; fi
-    lacks=$(sed -n 's/.*this CPU lacks: \([^.;]*\)[.;].*/\1/p' <<<"$msg")
+    # the list ends at "; " or ". " (not at the dot of "SSE4.1")
+    lacks=$(sed -n 's/.*this CPU lacks: //p' <<<"$msg" | sed -E 's/(; |\. ).*//')
     if [[ $want == \~* ]]; then
         local f extra
         for f in ${want#\~}; do
@@ -142,12 +146,28 @@ info_refused() {
     fi
 }
 
+# baseline LABEL DIR OBJDUMP REGEX: the guard's objects (everything that runs
+# before the check) hold no instruction of the build's ISA. Catches ISA flags
+# or LTO reaching core/isa_check.c / app/main_guard.c, before any CPU does.
+baseline() {
+    local label=$1 dir=$2 od=$3 re=$4 objs hits
+    objs="$dir/obj/core/isa_check.o $dir/obj/app/main_guard.o"
+    if ! have "$od"; then skip "$label: $od missing; guard objects not disassembled"; return; fi
+    # shellcheck disable=SC2086
+    if ! hits=$("$od" -d $objs 2>&1); then bad "$label: $od -d $objs failed: ${hits:0:200}"; return; fi
+    hits=$(grep -E "$re" <<<"$hits" | head -n 3)
+    if [ -z "$hits" ]; then ok "$label: guard objects hold baseline code only ($od -d)"
+    else bad "$label: guard objects contain ISA instructions: $(tr -s ' \t' ' ' <<<"$hits" | tr '\n' ';')"; fi
+}
+X86_RE='[[:space:]]v[a-z0-9]+ |%[yz]mm|%k[0-7]'
+
 # ---- x86: native, qemu-x86_64, valgrind ---------------------------------
 X86_ISAS="sse2 sse41 avx2 avxvnni avx512vnni"
 declare -A XBIN XRBIN
 if [ "$host_x86" = 1 ] && have gcc; then
     for isa in $X86_ISAS; do
-        build "$isa" "$isa" && XBIN[$isa]=$BIN && XRBIN[$isa]=$RBIN
+        build "$isa" "$isa" && XBIN[$isa]=$BIN && XRBIN[$isa]=$RBIN &&
+            baseline "$isa" "$DIR" objdump "$X86_RE"
     done
     # Native: each build either runs (this host has its ISA) or refuses
     # cleanly; which one is decided by the report, so the test holds on
@@ -209,6 +229,7 @@ fi
 A32=arm-linux-gnueabihf- A64=aarch64-linux-gnu-
 if have ${A32}gcc && have qemu-arm; then
     if build neon-armv7 neon CROSS=$A32; then
+        baseline neon-armv7 "$DIR" ${A32}objdump '[[:space:]]q[0-9]+|\.i(8|16|32|64)[[:space:]]'
         Q=(qemu-arm -L /usr/arm-linux-gnueabihf -cpu)
         runs neon-armv7 "$BIN" "${Q[@]}" cortex-a15
         refuses neon-armv7 neon "$RBIN" "NEON" scalar "${Q[@]}" cortex-a15,neon=off
@@ -218,11 +239,14 @@ else
 fi
 if have ${A64}gcc && have qemu-aarch64; then
     Q=(qemu-aarch64 -L /usr/aarch64-linux-gnu -cpu)
+    A64_RE='[[:space:]]z[0-9]+\.|[[:space:]]p[0-9]+[/.]|[[:space:]][su]dot[[:space:]]'
     if build neon_dotprod-aarch64 neon_dotprod CROSS=$A64; then
+        baseline neon_dotprod-aarch64 "$DIR" ${A64}objdump "$A64_RE"
         runs neon_dotprod-aarch64 "$BIN" "${Q[@]}" cortex-a76
         refuses neon_dotprod-aarch64 neon_dotprod "$RBIN" "DOTPROD" neon "${Q[@]}" cortex-a53
     fi
     if build sve-aarch64 sve CROSS=$A64; then
+        baseline sve-aarch64 "$DIR" ${A64}objdump "$A64_RE"
         runs sve-aarch64 "$BIN" "${Q[@]}" max
         refuses sve-aarch64 sve "$RBIN" "SVE" neon_dotprod "${Q[@]}" cortex-a76
         refuses sve-aarch64 sve "$RBIN" "SVE" neon_dotprod "${Q[@]}" max,sve=off

@@ -215,7 +215,8 @@ static void test_load_errors(void) {
     CHECK(ml_tokenizer_load(&t, "/tmp/x", 0, &err) == ML_E_ARG, "vocab 0: %s", err.msg);
     CHECK(ml_tokenizer_load(&t, "/tmp/x", -5, &err) == ML_E_ARG, "vocab -5: %s", err.msg);
 
-    image cut = im;
+    static image cut, bad; /* 64 KB each: not on the stack */
+    cut = im;
     cut.n = im.n - 1;
     expect_load(ML_E_FORMAT, "last piece cut short", &cut, 4, "run past the end");
     cut.n = im.n - 2 - 4; /* inside the last entry header */
@@ -225,7 +226,7 @@ static void test_load_errors(void) {
     cut.n = 0;
     expect_load(ML_E_FORMAT, "empty file", &cut, 4, NULL);
 
-    image bad = im;
+    bad = im;
     unsigned v = 0;
     memcpy(bad.b, &v, 4);
     expect_load(ML_E_FORMAT, "max_token_length 0", &bad, 4, "max_token_length is 0");

@@ -30,8 +30,12 @@ void ml_k_quantize_q8_scalar(ml_qact *out, const float *x, int k) {
         const float id = 127.0f / amax;
         out->d[b] = amax / 127.0f;
         for (int j = 0; j < ML_QK; j++) {
-            int q = (int)(xb[j] * id + copysignf(0.5f, xb[j]));
-            qb[j] = (int8_t)(q > ML_Q8_MAX ? ML_Q8_MAX : q < -ML_Q8_MAX ? -ML_Q8_MAX : q);
+            /* Clamped before the conversion: the same bytes for finite x, and
+             * no undefined (int) of an Inf or NaN when a model's weights
+             * overflow float (ml_generate then refuses the non-finite logits). */
+            float v = xb[j] * id + copysignf(0.5f, xb[j]);
+            int q = v >= (float)ML_Q8_MAX ? ML_Q8_MAX : v > -(float)ML_Q8_MAX ? (int)v : -ML_Q8_MAX;
+            qb[j] = (int8_t)q;
         }
     }
 }

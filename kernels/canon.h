@@ -1,0 +1,85 @@
+/* The canonical float operation order. Every ISA's kernels perform exactly
+ * these IEEE operations in exactly this order, so every build of legacy-ml
+ * produces bit-identical logits and therefore identical tokens (the scalar
+ * kernels are the executable form of this contract; tests compare bits).
+ * The rules, each cheap on every ISA from SSE2 and ARMv7 NEON up:
+ *
+ *  1. No fused multiply-add anywhere in float math (-ffp-contract=off, and
+ *     SIMD code uses mul then add): FMA rounds once, mul+add twice.
+ *  2. Sums over a vector (dot_f32, rmsnorm's sum of squares, softmax's sum)
+ *     use 8 lanes: lane j accumulates, in order, the elements i = j (mod 8)
+ *     with i < n8 = n & ~7; the lanes are combined as
+ *        ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7))
+ *     (what 256-bit halves, or two 128-bit registers, folded twice give);
+ *     then the tail elements n8 .. n-1 are added one by one.
+ *  3. exp is ml_canon_expf below (not libm's expf, which differs between C
+ *     libraries): clamp, round n = x*log2e to nearest-even with the 1.5*2^23
+ *     trick (exact on every ISA, including ARMv7 NEON, which has no
+ *     round-to-nearest conversion), Cody-Waite reduction, degree-5 polynomial
+ *     evaluated by Horner with separate mul and add, scale by 2^n as two
+ *     normal factors.
+ *  4. Divisions and square roots are IEEE (no reciprocal estimates).
+ *  5. matvec accumulates each row sequentially over its blocks:
+ *        sum += (float)sumi * (dw * dx),  sumi the exact int32 block dot
+ *     (SIMD kernels put rows, not elements, in the vector lanes).          */
+#ifndef ML_CANON_H
+#define ML_CANON_H
+
+#include <stdint.h>
+#include <string.h>
+
+#define ML_CANON_LANES 8
+
+/* exp(x) = 2^n * exp(r), n = round(x*log2(e)), r = x - n*ln2, with ln2 split
+ * Cody-Waite style (LN2_HI has 9 significant bits, so n*LN2_HI is exact), and
+ * exp(r) = 1 + r + r^2 * P(r) with Cephes' expf minimax coefficients:
+ * relative error about 2e-7 over [-88, 88] (DESIGN §5 asks for 1e-6).
+ * Inputs are clamped to [X_MIN, X_MAX]: below, the result underflows to 0;
+ * above, it overflows to +inf, as expf does. */
+#define ML_EXP_X_MIN (-104.0f)
+#define ML_EXP_X_MAX 89.0f
+#define ML_EXP_LOG2E 1.44269504088896341f
+#define ML_EXP_ROUND 12582912.0f /* 1.5 * 2^23: adding it rounds to an integer */
+#define ML_EXP_LN2_HI 0.693359375f
+#define ML_EXP_LN2_LO (-2.12194440e-4f)
+#define ML_EXP_P0 5.0000001201e-1f
+#define ML_EXP_P1 1.6666665459e-1f
+#define ML_EXP_P2 4.1665795894e-2f
+#define ML_EXP_P3 8.3334519073e-3f
+#define ML_EXP_P4 1.3981999507e-3f
+#define ML_EXP_P5 1.9875691500e-4f
+
+static inline float ml_canon_pow2i(int32_t e) { /* 2^e for e in [-126, 127] */
+    uint32_t bits = (uint32_t)(e + 127) << 23;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static inline float ml_canon_expf(float x) {
+    x = x < ML_EXP_X_MIN ? ML_EXP_X_MIN : x;
+    x = x > ML_EXP_X_MAX ? ML_EXP_X_MAX : x;
+    float t = x * ML_EXP_LOG2E;
+    float nf = (t + ML_EXP_ROUND) - ML_EXP_ROUND; /* round half to even */
+    int32_t n = (int32_t)nf;
+    float r = x - nf * ML_EXP_LN2_HI;
+    r = r - nf * ML_EXP_LN2_LO;
+    float p = ML_EXP_P5;
+    p = p * r + ML_EXP_P4;
+    p = p * r + ML_EXP_P3;
+    p = p * r + ML_EXP_P2;
+    p = p * r + ML_EXP_P1;
+    p = p * r + ML_EXP_P0;
+    p = (p * (r * r) + r) + 1.0f;
+    /* Two normal factors: n in [-150, 129] then over- and underflows (through
+     * the denormals) with a single final rounding. */
+    int32_t n1 = n >> 1, n2 = n - n1;
+    return (p * ml_canon_pow2i(n1)) * ml_canon_pow2i(n2);
+}
+
+/* Rule 2's lane combination. */
+static inline float ml_canon_fold8(const float l[ML_CANON_LANES]) {
+    return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+}
+
+#endif
