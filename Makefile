@@ -81,18 +81,19 @@ APP_OBJ    := $(call obj,app/cli.c)
 PROGS      := $(BUILD)/ml_run $(if $(wildcard app/ml_bench.c),$(BUILD)/ml_bench)
 TESTS      := $(patsubst tests/%.c,$(BUILD)/%,$(TEST_SRC))
 
-.PHONY: all help test test-all run clean print-build bench bench-all fuzz fuzz-bins
+.PHONY: all help test check test-all run clean print-build bench bench-all fuzz fuzz-bins
 all: $(PROGS) $(TESTS)
 
 help:
 	@echo "legacy-ml targets:"
 	@echo "  make [ISA=...]         build ml_run, ml_bench and the tests into build/<isa>/"
 	@echo "  make run               build, convert the default model, generate a story"
-	@echo "  make test              build and run every test for ISA (default scalar)"
-	@echo "  make test-all          every ISA this machine can build: one result matrix"
+	@echo "  make test              every ISA this machine can build and run (or emulate),"
+	@echo "                         every test, one result matrix (= make test-all; CI runs it)"
+	@echo "  make check [ISA=...]   the tests of one build only"
 	@echo "  make bench             ml_bench of this build (kernels + stories15M decode)"
 	@echo "  make bench-all         every runnable x86 build side by side (BENCH_ARGS=...)"
-	@echo "  make fuzz              libFuzzer targets (clang, ASan+UBSan) into build/fuzz/; see fuzz/README"
+	@echo "  make fuzz              libFuzzer targets (clang, ASan+UBSan) into build/fuzz/; see fuzz/README.md"
 	@echo "  make clean             remove build/"
 	@echo "options: ISA=$(ISAS)"
 	@echo "         THREADS=1|pthread ASM=0|1 DEBUG=0|1 CROSS=<prefix> ML_NO_MMAP=1 CC=clang"
@@ -136,9 +137,14 @@ $(BUILD)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_targets.h $(APP_OBJ) $(LIB_OBJ)
 	$(CC) $(CFLAGS) -fsanitize=fuzzer $< $(APP_OBJ) $(LIB_OBJ) -o $@ $(LDLIBS)
 
 # ---- running ----
-# MAKE_ARGS lets tests build sibling variants (scalar reference, ML_NO_MMAP) of this build.
-test: all
-	@BUILD=$(BUILD) ISA=$(ISA) PYTHON=$(PYTHON) MODELS=$(MODELS) RUNNER="$(RUNNER)" \
+# `make test`: the whole matrix (every ISA this machine builds, natively or
+# under qemu). `make check`: one build's suite. MAKE_ARGS lets a build's tests
+# make sibling variants (scalar reference, ML_NO_MMAP, THREADS=pthread).
+test: test-all
+
+# SAN=1: a failed allocation (test_loader's 256 GiB arena) must return NULL, not abort.
+check: all
+	@$(if $(filter 1,$(SAN)),ASAN_OPTIONS="allocator_may_return_null=1:$$ASAN_OPTIONS") BUILD=$(BUILD) ISA=$(ISA) PYTHON=$(PYTHON) MODELS=$(MODELS) RUNNER="$(RUNNER)" \
 	  MAKE_ARGS="$(if $(filter-out default,$(origin CC)),CC=$(CC)) $(if $(CROSS),CROSS=$(CROSS)) THREADS=$(THREADS) SAN=$(SAN)" \
 	  bash tests/run_tests.sh
 

@@ -64,6 +64,7 @@ static int parse_args(int argc, char **argv, ml_run_opts *o) {
 typedef struct {
     const ml_tokenizer *tok;
     FILE *logits, *ids; /* write errors stay in ferror(): finish_outputs reports them */
+    int printed;        /* some text went to stdout */
 } run_ctx;
 
 /* Print a piece, dropping raw control bytes (a byte-fallback token can be
@@ -81,6 +82,7 @@ static void on_token(void *ud, int prev, int token) {
     size_t len = 0;
     const char *piece = ml_tokenizer_decode(r->tok, prev, token, &len);
     if (piece) print_piece(piece, len);
+    r->printed = 1;
     if (r->ids) fprintf(r->ids, "%d\n", token);
 }
 
@@ -188,7 +190,7 @@ int ml_main(int argc, char **argv) {
     if (o.steps < 0 && n_prompt > steps) steps = c->max_seq; /* a long prompt, no -n */
     if (n_prompt > steps) {
         fprintf(stderr, "ml_run: the prompt is %d tokens, more than %s of %d\n", n_prompt,
-                n_prompt > c->max_seq ? "the context" : "-n", steps);
+                n_prompt > c->max_seq ? "the context" : "-n", n_prompt > c->max_seq ? c->max_seq : steps);
         rc = ML_EXIT_USAGE;
         goto done;
     }
@@ -207,7 +209,7 @@ int ml_main(int argc, char **argv) {
     double t1 = ml_cli_now();
     s = ml_generate(&m, &smp, prompt, n_prompt, steps, &cb, &n_pos, &err);
     double dt = ml_cli_now() - t1;
-    printf("\n");
+    if (s == ML_OK || r.printed) printf("\n"); /* a refusal before any text prints none */
     if (s) {
         rc = fail("generating", s, &err);
         goto done;

@@ -111,6 +111,18 @@ static const void *take(cursor *c, uint64_t n, const char *name, int layer) {
                             (unsigned long long)(at + n), c->f->size);
         return NULL;
     }
+    /* The format's padding is zero bytes: data there means a writer that
+     * aligned the arrays differently, whose file could otherwise have the
+     * right length and load as garbage. */
+    for (uint64_t i = c->off; c->check_values && i < at; i++) {
+        if (c->f->data[i]) {
+            c->status = ml_errf(c->err, ML_E_FORMAT,
+                                "%s: padding before tensor %s (layer %d): byte %llu is 0x%02x, expected 0"
+                                " (arrays start at multiples of %d; not a .mlb layout)",
+                                c->path, name, layer, (unsigned long long)i, c->f->data[i], ML_ALIGN);
+            return NULL;
+        }
+    }
     c->off = at + n;
     return c->f->data + at;
 }

@@ -1,4 +1,5 @@
 /* The forward pass of DESIGN §6: one token at one position -> logits. */
+#include <math.h>
 #include <stddef.h>
 
 #include "config/ml_config.h"
@@ -48,6 +49,12 @@ ml_status ml_forward(ml_model *m, int token, int pos, ml_err *err) {
         ml_k_add(s->x, s->xb, dim);
     }
 
+    /* Finite weights can still overflow float32 (a damaged file); the
+     * quantizer would turn the Inf/NaN into plausible-looking logits. */
+    for (int i = 0; i < dim; i++)
+        if (!isfinite(s->x[i]))
+            return ml_errf(err, ML_E_FORMAT, "position %d: residual element %d is %g, not finite: "
+                           "the model's weights overflow float32", pos, i, (double)s->x[i]);
     ml_k_rmsnorm(s->x, s->x, m->w.final_norm, dim, c->norm_eps);
     ml_op_quantize(&s->qa, s->x, dim);
     ml_op_matvec(o, s->logits, &m->w.wcls, &s->qa);

@@ -2,7 +2,8 @@
 # Runs every test of one build and prints one "N passed, N failed" line.
 # Each test prints "#summary passed=N failed=N skipped=N" as its last line;
 # a test that dies without one counts as one failure.
-# env: BUILD (build folder), ISA, PYTHON, MODELS, RUNNER (e.g. "qemu-aarch64 -cpu max")
+# env: BUILD (build folder), ISA, PYTHON, MODELS, RUNNER (e.g. "qemu-aarch64 -cpu max"),
+#      ML_TESTS (only these tests, e.g. "test_e2e.sh test_loader"; default all)
 set -u
 cd "$(dirname "$0")/.."
 : "${BUILD:=build/scalar}" "${ISA:=scalar}" "${PYTHON:=python3}" "${MODELS:=../shared/models}" "${RUNNER:=}"
@@ -11,6 +12,7 @@ export BUILD ISA PYTHON MODELS RUNNER
 passed=0 failed=0 skipped=0
 run_one() {  # name, command...
     local name=$1; shift
+    if [ -n "${ML_TESTS:-}" ] && [[ " $ML_TESTS " != *" $name "* ]]; then return; fi
     local log; log=$(mktemp)
     "$@" >"$log" 2>&1
     local rc=$?
@@ -44,6 +46,7 @@ if [ "${ML_SKIP_PY:-0}" != 1 ]; then
 fi
 for t in tests/test_*.sh; do
     [ -f "$t" ] || continue
+    [ "$t" = tests/test_all.sh ] && continue  # the matrix runs this script, not the reverse
     run_one "$(basename "$t")" bash "$t"
 done
 

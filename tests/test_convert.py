@@ -553,6 +553,71 @@ def test_errors(rep, tmp, have_models):
         expect_error(g, "HF truncated safetensors", [CONVERT, d, out], out)
 
 
+def tiny_hf(d, edit_config=None, edit_tensors=None):
+    """A minimal synthetic Hugging Face Llama folder (F32, 1 layer), so the
+    tensor checks run without the models folder."""
+    os.makedirs(d)
+    cfg = dict(model_type="llama", hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+               num_attention_heads=2, num_key_value_heads=1, vocab_size=8,
+               max_position_embeddings=16, rms_norm_eps=1e-5, tie_word_embeddings=True)
+    if edit_config:
+        edit_config(cfg)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    rng = np.random.RandomState(3)
+    shapes = {"model.embed_tokens.weight": [8, 32], "model.norm.weight": [32]}
+    for name, shape in (("input_layernorm", [32]), ("post_attention_layernorm", [32]),
+                        ("self_attn.q_proj", [32, 32]), ("self_attn.k_proj", [16, 32]),
+                        ("self_attn.v_proj", [16, 32]), ("self_attn.o_proj", [32, 32]),
+                        ("mlp.gate_proj", [64, 32]), ("mlp.down_proj", [32, 64]),
+                        ("mlp.up_proj", [64, 32])):
+        shapes[f"model.layers.0.{name}.weight"] = shape
+    t = {k: ["F32", v, (rng.randn(*v) * 0.1).astype("<f4").tobytes()] for k, v in shapes.items()}
+    if edit_tensors:
+        edit_tensors(t)
+    write_safetensors(os.path.join(d, "model.safetensors"), {k: tuple(v) for k, v in t.items()})
+    return d
+
+
+def test_hf_tensor_errors(rep, tmp):
+    """Missing, misshapen or mistyped HF tensors and an unsupported config:
+    a message naming the tensor or field, exit 1, no output file."""
+    errdir = os.path.join(tmp, "hf_err")
+    os.makedirs(errdir)
+    out = os.path.join(errdir, "out.mlb")
+    q = "model.layers.0.self_attn.q_proj.weight"
+    with rep.group("converter errors: HF tensors missing, misshapen, mistyped; unsupported config") as g:
+        ok_dir = tiny_hf(os.path.join(tmp, "hf_ok"))
+        rc, _, se = convert(ok_dir, out)
+        g.check(rc == 0, f"the intact tiny HF folder: exit {rc}: {se.strip()[-300:]}")
+        if os.path.exists(out):
+            os.remove(out)
+        cases = (
+            ("missing tensor", None, lambda t: t.pop("model.layers.0.mlp.up_proj.weight"),
+             "tensor model.layers.0.mlp.up_proj.weight is missing"),
+            ("wrong shape", None, lambda t: t[q].__setitem__(1, [32, 16]),
+             f"tensor {q} has shape [32, 16], expected [32, 32]"),
+            ("transposed shape", None,
+             lambda t: t["model.layers.0.mlp.down_proj.weight"].__setitem__(1, [64, 32]),
+             "has shape [64, 32], expected [32, 64]"),
+            ("unsupported dtype", None, lambda t: t[q].__setitem__(0, "I64"), "has dtype I64"),
+            ("data shorter than its shape", None, lambda t: t[q].__setitem__(2, t[q][2][:-8]),
+             f"tensor {q} has 4088 bytes of data, expected 4096"),
+            ("architecture gpt2", lambda c: c.update(model_type="gpt2"), None,
+             "unsupported config: model_type 'gpt2'"),
+            ("missing config field", lambda c: c.pop("num_hidden_layers"), None,
+             "missing field 'num_hidden_layers'"),
+        )
+        for i, (label, ec, et, want) in enumerate(cases):
+            d = tiny_hf(os.path.join(tmp, f"hf_err{i}"), ec, et)
+            expect_error(g, label, [CONVERT, d, out], out)
+            se = run(CONVERT, d, out)[2]
+            g.check(want in se, f"{label}: stderr lacks {want!r}: {se.strip()[-300:]!r}")
+        expect_error(g, "--wtype f16", [CONVERT, ok_dir, out, "--wtype", "f16"], out)
+        se = run(CONVERT, ok_dir, out, "--wtype", "f16")[2]
+        g.check("--wtype" in se and "q8_0" in se, f"--wtype message: {se.strip()[-300:]!r}")
+
+
 # ======================================================== groups: gen_random
 def test_gen_random(rep, tmp):
     a = os.path.join(tmp, "r_a.mlb")
@@ -627,6 +692,7 @@ def main():
                 rep.skip(what, f"models folder {S260} (or stories260K-hf) absent")
         test_synthetic_blocks(rep, tmp)
         test_errors(rep, tmp, have_models)
+        test_hf_tensor_errors(rep, tmp)
         test_gen_random(rep, tmp)
     except Exception:  # a bug in the test itself: report, still summarize
         rep.failed += 1

@@ -8,6 +8,7 @@
 #include "kernels/sse2/sse2_vec.h"
 #include "kernels/x86/x86_common.h"
 
+/* Also the canonical 8-lane fold of kernels/canon.h (lane j in lane j). */
 ML_INLINE float ml_avx2_hsum(__m256 v) {
     return ml_sse2_hsum(_mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)));
 }

@@ -1,11 +1,11 @@
 /* y = W x, Q8_0 weights, AVX2: vpmaddubsw block dot (avx2_dot.h) in the
- * shared 4-row body (kernels/x86/matvec_tmpl.h), FMA scale accumulation. */
+ * shared 4-row body (kernels/x86/matvec256.h -> matvec_tmpl.h). */
 #include "kernels/avx2/avx2_dot.h"
 
 #define MV_NAME ml_k_matvec_q8_avx2
-#define MV_WIDTH 256
 #define MV_WBYTES ML_Q8_BLOCK_BYTES
-#define MV_XT ml_avx2_x
-#define MV_XPREP ml_avx2_xprep_q8
-#define MV_DOT ml_avx2_dot_q8
-#include "kernels/x86/matvec_tmpl.h"
+#define MV_BPD 1
+#define MV_X1 ml_avx2_x
+#define MV_XPREP1 ml_avx2_xprep_q8
+#define MV_DOT1 ml_avx2_dot_q8
+#include "kernels/x86/matvec256.h"

@@ -2,8 +2,8 @@
  *   out = v * [c0 c0 c1 c1 ..] + [v1 v0 v3 v2 ..] * [-s0 s0 -s1 s1 ..]
  * bit-identical to the scalar twin (no FMA; see kernels/sse2/rope.c). The
  * cos/sin vectors depend only on the pair index: chunks outside, heads inside.
- * A head_dim/2 that is not a multiple of 4 finishes with the sse2 kernel's
- * arithmetic on the remaining pairs. */
+ * A head_dim/2 that is not a multiple of 4 finishes pair by pair with the
+ * scalar formula. */
 #include <immintrin.h>
 #include <stddef.h>
 

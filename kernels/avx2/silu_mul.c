@@ -1,5 +1,6 @@
-/* g = g / (1 + exp(-g)) * u, AVX2, with the polynomial exp of avx2_exp.h.
- * Very negative g: exp(-g) is +inf and g / inf = -0, as in the scalar twin. */
+/* g = g / (1 + exp(-g)) * u, AVX2, with the canonical exp (avx2_exp.h) and
+ * the scalar twin's operation order: bit-identical to it. Very negative g:
+ * exp(-g) is +inf and g / inf = -0. */
 #include <immintrin.h>
 
 #include "config/ml_kernels.h"

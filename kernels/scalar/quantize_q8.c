@@ -32,7 +32,7 @@ void ml_k_quantize_q8_scalar(ml_qact *out, const float *x, int k) {
         for (int j = 0; j < ML_QK; j++) {
             /* Clamped before the conversion: the same bytes for finite x, and
              * no undefined (int) of an Inf or NaN when a model's weights
-             * overflow float (ml_generate then refuses the non-finite logits). */
+             * overflow float (ml_forward and ml_generate then refuse the run). */
             float v = xb[j] * id + copysignf(0.5f, xb[j]);
             int q = v >= (float)ML_Q8_MAX ? ML_Q8_MAX : v > -(float)ML_Q8_MAX ? (int)v : -ML_Q8_MAX;
             qb[j] = (int8_t)q;

@@ -1,6 +1,7 @@
-/* g = g / (1 + exp(-g)) * u, SSE2, with the polynomial exp of sse2_exp.h.
- * Very negative g: exp(-g) is +inf and g / inf = -0, as in the scalar twin.
- * A tail of n % 4 values runs through the same code in a padded vector. */
+/* g = g / (1 + exp(-g)) * u, SSE2, with the canonical exp (sse2_exp.h) and
+ * the scalar twin's operation order: bit-identical to it. Very negative g:
+ * exp(-g) is +inf and g / inf = -0. A tail of n % 4 values runs through the
+ * same code in a padded vector. */
 #include <emmintrin.h>
 
 #include "config/ml_kernels.h"

@@ -1,152 +1,123 @@
-/* One matvec body for the 128- and 256-bit x86 builds. sse2, sse41, avx2 and
- * avxvnni differ only in the block dot (how 32 int8 products become int32
- * lanes: pmaddwd, pmaddubsw, vpdpbusd) and in the vector width; the 4-row
- * loop, the reduction and the scale accumulation are the same, so they are
+/* One matvec body for every x86 build (sse2, sse41, avx2, avxvnni,
+ * avx512vnni; Q8_0 and Q4_0). The builds differ in the block dot (pmaddwd,
+ * pmaddubsw, vpdpbusd), the vector width and how many blocks one dot covers;
+ * the 4-row loop, the reductions and the float order are common, so they are
  * written once here and instantiated by each kernels/<isa>/matvec_q*.c.
  *
- * Arithmetic (the scalar twin's, kernels/scalar/matvec.c): per row r and
- * block b, sumi = the exact int32 block dot; acc += (float)sumi * (dw * dx).
- * The lanes of one block's dot are summed in integers before the float scale,
- * so each term (float)sumi * (dw*dx) rounds as in the scalar twin. To keep
- * horizontal sums out of the block loop, G blocks (one per float lane: 4 or
- * 8) are reduced together by a transpose-and-add tree into one vector of G
- * block sums, converted, and multiply-added with the G scale products. Only
- * the order of the float accumulation differs (G interleaved partial sums,
- * combined once per row: DESIGN §7.1 tolerance).
+ * Float order (kernels/canon.h rule 5, bit-identical to the scalar twin):
+ * each row accumulates sequentially over its blocks,
+ *     sum += (float)sumi * (dw * dx),   sumi the exact int32 block dot,
+ * with separate multiplies and adds. So the vector lanes hold rows, not
+ * elements: the 4 row dots of a block (their int32 lanes) are reduced across
+ * the rows by a transpose-and-add tree to [sumi row0 .. row3], converted,
+ * multiplied by [dw row0 .. row3] * dx, and added to a 4-lane accumulator
+ * whose lanes are the 4 rows; after the last block the lanes are y[r..r+3].
+ * No horizontal sum is left for the end.
  *
- * Each group of G activation blocks is prepared once (MV_XPREP, into a small
- * stack array that stays in L1) and used by 4 rows. A last group of fewer
- * than G blocks runs the same code with zero dots and zero scales in the
- * missing lanes; the row tail runs the same code one row at a time.
+ * Blocks go in groups of 4, whose scales for the 4 rows come from one 4x4
+ * transpose; a group is 4 / MV_STEP steps. A step covers MV_STEP blocks (1, 2
+ * or 4: whatever fills the vectors): its activations are prepared once
+ * (MV_XPREP) for the 4 rows, each row makes MV_NDOT dots, and MV_SUMS reduces
+ * the 4 x MV_NDOT dots to one vector whose 128-bit chunk j is [sumi of block
+ * j, rows 0..3]; the chunks are then added to the accumulator in block order.
+ * The last nb % 4 blocks go one at a time (MV_DOT1, MV_REDUCE4). The row tail
+ * (< 4 rows) runs the same code with row 0 standing in for the missing rows,
+ * whose lanes are ignored.
  *
- * The including .c defines, then includes this file once:
- *   MV_NAME            the kernel, e.g. ml_k_matvec_q8_avx2
- *   MV_WIDTH           128 or 256
- *   MV_WBYTES          weight bytes per block: 32 (Q8_0) or 16 (Q4_0)
- *   MV_XT              per-block activation state, shared by the 4 rows
- *   MV_XPREP(xs, xq)   fills MV_XT *xs from the block's 32 int8 activations
- *   MV_DOT(w, xs)      int32 vector (MV_VI) whose lanes sum to the block's
- *                      sumi (w: const int8_t *, the block's weight bytes)
- *   MV_HADD            optional: reduce with phaddd (SSSE3 and up)
- *   MV_POSTSCALE       optional: power of two multiplying each row sum     */
+ * Usually included through a front end (matvec128.h, matvec256.h) that
+ * derives most of these from the one-block dot. The including .c defines,
+ * then includes this file once:
+ *   MV_NAME              the kernel, e.g. ml_k_matvec_q8_avx2
+ *   MV_WBYTES            weight bytes per block: 32 (Q8_0) or 16 (Q4_0)
+ *   MV_STEP, MV_NDOT     blocks per step (1, 2, 4), dots per row per step
+ *   MV_XT, MV_XPREP(xs, xq)   a step's activation state, from the MV_STEP
+ *                        blocks of int8 activations at xq
+ *   MV_VI, MV_DOT(w, xs, j)   dot j of a row's step (w: its first block)
+ *   MV_VS, MV_SUMS(v)    v[4 * MV_NDOT] (row-major) -> int32 block sums
+ *   MV_VSF, MV_CVT(s)    float version of MV_VS
+ *   MV_CHUNK(f, j)       128-bit chunk j of an MV_VSF
+ *   MV_X1, MV_XPREP1, MV_VI1, MV_DOT1(w, xs)   the same for one block
+ *   MV_REDUCE4(v)        4 MV_VI1 (rows 0..3) -> __m128i of their sums     */
 #include <stddef.h>
+#include <stdint.h>
 
-#include <immintrin.h>
+#include <emmintrin.h>
+#include <xmmintrin.h>
 
 #include "config/ml_kernels.h"
 #include "kernels/x86/x86_common.h"
 
-#if MV_WIDTH == 128
-#define MV_G 4
-#define MV_VF __m128
-#define MV_VI __m128i
-#define MV_VF_ZERO() _mm_setzero_ps()
-#define MV_VI_ZERO() _mm_setzero_si128()
-#define MV_VF_LOADU(p) _mm_loadu_ps(p)
-#define MV_VF_CVT(v) _mm_cvtepi32_ps(v)
-#define MV_VF_MUL(a, b) _mm_mul_ps(a, b)
-#define MV_VF_MADD(a, b, c) _mm_add_ps(c, _mm_mul_ps(a, b)) /* no FMA before avx2 */
-#define MV_VF_TO128(v) (v)
+/* Software prefetch, rows ahead: the same blocks of the row group after
+ * next. The weights stream once per token from L3 or DRAM in 4 interleaved
+ * row streams; the hardware prefetchers alone left 10-50% of the bandwidth
+ * unused here (measured on 32000x288 .. 5632x2048). A prefetch past the
+ * matrix end is harmless (prefetches do not fault). */
+#define MV_PF_ROWS 8
 
-/* [sum v[0], sum v[1], sum v[2], sum v[3]] */
-ML_INLINE __m128i mv_reduce(const __m128i *v) {
-#ifdef MV_HADD
-    return _mm_hadd_epi32(_mm_hadd_epi32(v[0], v[1]), _mm_hadd_epi32(v[2], v[3]));
-#else
-    const __m128i t01 = _mm_add_epi32(_mm_unpacklo_epi32(v[0], v[1]), _mm_unpackhi_epi32(v[0], v[1]));
-    const __m128i t23 = _mm_add_epi32(_mm_unpacklo_epi32(v[2], v[3]), _mm_unpackhi_epi32(v[2], v[3]));
-    return _mm_add_epi32(_mm_unpacklo_epi64(t01, t23), _mm_unpackhi_epi64(t01, t23));
-#endif
+/* The address is formed as an integer: past the end it is never a C pointer. */
+ML_INLINE void mv_prefetch(const int8_t *p, size_t ahead) {
+    _mm_prefetch((const char *)((uintptr_t)p + ahead), _MM_HINT_T0);
 }
 
-#elif MV_WIDTH == 256
-#define MV_G 8
-#define MV_VF __m256
-#define MV_VI __m256i
-#define MV_VF_ZERO() _mm256_setzero_ps()
-#define MV_VI_ZERO() _mm256_setzero_si256()
-#define MV_VF_LOADU(p) _mm256_loadu_ps(p)
-#define MV_VF_CVT(v) _mm256_cvtepi32_ps(v)
-#define MV_VF_MUL(a, b) _mm256_mul_ps(a, b)
-#define MV_VF_MADD(a, b, c) _mm256_fmadd_ps(a, b, c)
-#define MV_VF_TO128(v) _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1))
-
-/* [sum v[0], ..., sum v[7]]: reduce within 128-bit halves, then add halves */
-ML_INLINE __m256i mv_reduce(const __m256i *v) {
-#ifdef MV_HADD
-    const __m256i u0 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
-    const __m256i u1 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
-#else
-    __m256i t[4];
-    ML_UNROLL for (int k = 0; k < 4; k++)
-        t[k] = _mm256_add_epi32(_mm256_unpacklo_epi32(v[2 * k], v[2 * k + 1]),
-                                _mm256_unpackhi_epi32(v[2 * k], v[2 * k + 1]));
-    const __m256i u0 = _mm256_add_epi32(_mm256_unpacklo_epi64(t[0], t[1]), _mm256_unpackhi_epi64(t[0], t[1]));
-    const __m256i u1 = _mm256_add_epi32(_mm256_unpacklo_epi64(t[2], t[3]), _mm256_unpackhi_epi64(t[2], t[3]));
-#endif
-    /* u0 = [v0..v3 low halves | v0..v3 high halves], u1 likewise for v4..v7 */
-    return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
+/* [d0[0] d1[0] d2[0] d3[0]] * dx: one block's scales for 4 rows */
+ML_INLINE __m128 mv_scales1(const float *d, size_t nb, const float *xd) {
+    return _mm_mul_ps(_mm_setr_ps(d[0], d[nb], d[2 * nb], d[3 * nb]), _mm_set1_ps(xd[0]));
 }
 
-#else
-#error "MV_WIDTH must be 128 or 256"
-#endif
-
-#ifndef MV_POSTSCALE
-#define MV_POSTSCALE 1.0f
-#endif
-
-/* [sum(a0), sum(a1), sum(a2), sum(a3)] */
-ML_INLINE __m128 mv_hsum4(__m128 a0, __m128 a1, __m128 a2, __m128 a3) {
-    const __m128 t0 = _mm_add_ps(_mm_unpacklo_ps(a0, a1), _mm_unpackhi_ps(a0, a1));
-    const __m128 t1 = _mm_add_ps(_mm_unpacklo_ps(a2, a3), _mm_unpackhi_ps(a2, a3));
-    return _mm_add_ps(_mm_movelh_ps(t0, t1), _mm_movehl_ps(t1, t0));
+/* s[j] = [block j: dw rows 0..3] * dx[j] for 4 blocks: one 4x4 transpose of
+ * the rows' scale vectors (2 shuffles per block instead of 3 inserts). */
+ML_INLINE void mv_scales4(__m128 *s, const float *d, size_t nb, const float *xd) {
+    __m128 r0 = _mm_loadu_ps(d), r1 = _mm_loadu_ps(d + nb), r2 = _mm_loadu_ps(d + 2 * nb), r3 = _mm_loadu_ps(d + 3 * nb);
+    _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+    s[0] = _mm_mul_ps(r0, _mm_set1_ps(xd[0]));
+    s[1] = _mm_mul_ps(r1, _mm_set1_ps(xd[1]));
+    s[2] = _mm_mul_ps(r2, _mm_set1_ps(xd[2]));
+    s[3] = _mm_mul_ps(r3, _mm_set1_ps(xd[3]));
 }
 
 /* nr (4 or 1, a constant after inlining) consecutive rows starting at y. */
 ML_INLINE void mv_rows(float *y, const int8_t *wq, size_t wstride, const float *wd, const int8_t *xq,
                        const float *xd, int nb, int nr) {
-    MV_VF acc[4] = {MV_VF_ZERO(), MV_VF_ZERO(), MV_VF_ZERO(), MV_VF_ZERO()};
-    MV_XT xs[MV_G];
-    MV_VI v[MV_G];
+    /* rows past nr repeat row 0: their lanes are computed and ignored */
+    const size_t ws = nr == 4 ? wstride : 0, ds = nr == 4 ? (size_t)nb : 0;
+    const size_t pf = MV_PF_ROWS * wstride;
+    __m128 acc = _mm_setzero_ps();
     int b = 0;
-    for (; b + MV_G <= nb; b += MV_G) {
-        ML_UNROLL for (int j = 0; j < MV_G; j++) MV_XPREP(&xs[j], xq + (size_t)(b + j) * ML_QK);
-        const MV_VF dx = MV_VF_LOADU(xd + b);
-        ML_UNROLL for (int i = 0; i < nr; i++) {
-            const int8_t *w = wq + (size_t)i * wstride + (size_t)b * MV_WBYTES;
-            ML_UNROLL for (int j = 0; j < MV_G; j++) v[j] = MV_DOT(w + j * MV_WBYTES, &xs[j]);
-            const MV_VF s = MV_VF_MUL(MV_VF_LOADU(wd + (size_t)i * (size_t)nb + (size_t)b), dx);
-            acc[i] = MV_VF_MADD(MV_VF_CVT(mv_reduce(v)), s, acc[i]);
-        }
-    }
-    if (b < nb) { /* the last nb % G blocks: missing lanes get 0 dots, 0 scales */
-        const int t = nb - b;
-        float sx[MV_G] = {0}, sw[MV_G] = {0};
-        for (int j = 0; j < t; j++) {
-            MV_XPREP(&xs[j], xq + (size_t)(b + j) * ML_QK);
-            sx[j] = xd[b + j];
-        }
-        for (int j = t; j < MV_G; j++) v[j] = MV_VI_ZERO();
-        const MV_VF dx = MV_VF_LOADU(sx);
-        ML_UNROLL for (int i = 0; i < nr; i++) {
-            const int8_t *w = wq + (size_t)i * wstride + (size_t)b * MV_WBYTES;
-            for (int j = 0; j < t; j++) {
-                v[j] = MV_DOT(w + j * MV_WBYTES, &xs[j]);
-                sw[j] = wd[(size_t)i * (size_t)nb + (size_t)(b + j)];
+    for (; b + 4 <= nb; b += 4) { /* groups of 4 blocks: MV_STEP blocks per step */
+        __m128 s[4];
+        mv_scales4(s, wd + b, ds, xd + b);
+        ML_UNROLL for (int i = 0; i < 4; i++)
+            ML_UNROLL for (int l = 0; l < 4 * MV_WBYTES; l += 64)
+                mv_prefetch(wq + (size_t)i * ws + (size_t)b * MV_WBYTES + l, pf);
+        ML_UNROLL for (int k = 0; k < 4 / MV_STEP; k++) {
+            const int bk = b + k * MV_STEP;
+            MV_XT xs;
+            MV_XPREP(&xs, xq + (size_t)bk * ML_QK);
+            MV_VI v[4 * MV_NDOT];
+            ML_UNROLL for (int i = 0; i < 4; i++) {
+                const int8_t *w = wq + (size_t)i * ws + (size_t)bk * MV_WBYTES;
+                ML_UNROLL for (int j = 0; j < MV_NDOT; j++) v[i * MV_NDOT + j] = MV_DOT(w, &xs, j);
             }
-            acc[i] = MV_VF_MADD(MV_VF_CVT(mv_reduce(v)), MV_VF_MUL(MV_VF_LOADU(sw), dx), acc[i]);
+            const MV_VSF f = MV_CVT(MV_SUMS(v));
+            ML_UNROLL for (int j = 0; j < MV_STEP; j++)
+                acc = _mm_add_ps(acc, _mm_mul_ps(MV_CHUNK(f, j), s[k * MV_STEP + j]));
         }
     }
-    if (nr == 4) {
-        const __m128 s = mv_hsum4(MV_VF_TO128(acc[0]), MV_VF_TO128(acc[1]), MV_VF_TO128(acc[2]), MV_VF_TO128(acc[3]));
-        _mm_storeu_ps(y, _mm_mul_ps(s, _mm_set1_ps(MV_POSTSCALE)));
-    } else {
-        __m128 s = MV_VF_TO128(acc[0]);
-        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-        y[0] = _mm_cvtss_f32(s) * MV_POSTSCALE;
+    for (; b < nb; b++) { /* the last nb % 4 blocks, one at a time */
+        MV_X1 x1;
+        MV_XPREP1(&x1, xq + (size_t)b * ML_QK);
+        MV_VI1 v1[4];
+        ML_UNROLL for (int i = 0; i < 4; i++) {
+            const int8_t *w = wq + (size_t)i * ws + (size_t)b * MV_WBYTES;
+            mv_prefetch(w, pf);
+            v1[i] = MV_DOT1(w, &x1);
+        }
+        acc = _mm_add_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(MV_REDUCE4(v1)), mv_scales1(wd + b, ds, xd + b)));
     }
+    if (nr == 4)
+        _mm_storeu_ps(y, acc);
+    else
+        y[0] = _mm_cvtss_f32(acc);
 }
 
 void MV_NAME(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {

@@ -11,8 +11,8 @@
 #define ML_INLINE static inline __attribute__((always_inline))
 #endif
 
-/* Fully unroll the next loop (constant trip count): the block and row loops
- * of the matvec bodies must become straight code so their vectors stay in
+/* Fully unroll the next loop (constant trip count): the row and dot loops of
+ * the matvec body must become straight code so their vectors stay in
  * registers; gcc -O2 would otherwise keep them as loops over stack arrays. */
 #if defined(__clang__)
 #define ML_UNROLL _Pragma("unroll")
@@ -20,12 +20,6 @@
 #define ML_UNROLL _Pragma("GCC unroll 16")
 #else
 #define ML_UNROLL
-#endif
-
-/* Blocks whose max|x| is below this quantize to d = 0, q = 0. Must equal
- * kernels/scalar/quantize_q8.c (its comment says why the threshold exists). */
-#ifndef ML_Q8_AMAX_MIN
-#define ML_Q8_AMAX_MIN 1e-30f
 #endif
 
 #endif

@@ -1,0 +1,289 @@
+/* The bodies of the fuzz targets, shared by the libFuzzer entry points
+ * (fuzz/fuzz_<target>.c, built by `make fuzz`) and by the regression replay
+ * in the normal test build (tests/test_fuzz_regress.c, which runs every file
+ * of fuzz/regress/<target>/ and fuzz/corpus/<target>/ through them).
+ *
+ *   mlb         .mlb bytes -> ml_model_open (file path API on a memfd), then
+ *               ml_generate over the whole (capped) context on what loads
+ *   tok_load    u32 vocab, then tokenizer.bin bytes -> ml_tokenizer_load,
+ *               then encode/decode with the tokenizer that loaded
+ *   tok_encode  arbitrary bytes (up to the first NUL) -> encode with a
+ *               built-in vocab and, if present, stories260K's tok512.bin;
+ *               decode must give the text back
+ *   cli         NUL-separated arguments -> ml_run_parse_args
+ *
+ * A broken invariant calls FUZZ_FAIL(msg): abort() under libFuzzer, a
+ * counted failure in the replay. Nothing here prints on success. */
+#ifndef ML_FUZZ_TARGETS_H
+#define ML_FUZZ_TARGETS_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memfd_create */
+#endif
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "app/cli.h"
+#include "app/exit_codes.h"
+#include "model/generate.h"
+#include "model/mlb.h"
+#include "model/model.h"
+#include "model/sampler.h"
+#include "model/tokenizer.h"
+
+#ifndef FUZZ_FAIL
+#define FUZZ_FAIL(msg)                                              \
+    do {                                                            \
+        fprintf(stderr, "fuzz invariant broken: %s (%s:%d)\n", msg, \
+                __FILE__, __LINE__);                                \
+        abort();                                                    \
+    } while (0)
+#endif
+#define FUZZ_ASSERT(cond, msg) \
+    do {                       \
+        if (!(cond)) FUZZ_FAIL(msg); \
+    } while (0)
+
+/* ---- the input as a file: a memfd, named by /proc/self/fd/N, so the
+ * library's own path API (stat, fopen, mmap) reads it; no disk I/O. ---- */
+static inline int fuzz_memfd(const uint8_t *d, size_t n, char *path, size_t cap) {
+    int fd = memfd_create("ml_fuzz", 0);
+    if (fd < 0) return -1;
+    for (size_t done = 0; done < n;) {
+        ssize_t w = write(fd, d + done, n - done);
+        if (w <= 0) {
+            close(fd);
+            return -1;
+        }
+        done += (size_t)w;
+    }
+    snprintf(path, cap, "/proc/self/fd/%d", fd);
+    return fd;
+}
+
+/* ---- mlb ---------------------------------------------------------------- */
+static inline void fuzz_mlb(const uint8_t *d, size_t n) {
+    char path[64];
+    int fd = fuzz_memfd(d, n, path, sizeof path);
+    if (fd < 0) return;
+    ml_model m;
+    ml_err err = {{0}};
+    /* -c 16 keeps a huge max_seq from asking for gigabytes: the cap is what
+     * ml_run -c does; the header's own range checks still run. Odd sizes
+     * take the read fallback instead of mmap. */
+    ml_open_opts oo = {.use_mmap = (int)(~n & 1), .max_seq = 16, .n_threads = 1};
+    ml_status s = ml_model_open(&m, path, &oo, &err);
+    FUZZ_ASSERT(s < ML_STATUS_COUNT, "unknown status");
+    FUZZ_ASSERT(memchr(err.msg, 0, sizeof err.msg), "error message not terminated");
+    if (s != ML_OK) {
+        FUZZ_ASSERT(err.msg[0], "failure without a message");
+    } else {
+        const ml_config *c = &m.cfg;
+        FUZZ_ASSERT(m.weight_bytes + ML_MLB_HEADER_BYTES == n, "weights do not end the file");
+        FUZZ_ASSERT(c->max_seq >= 1 && c->max_seq <= 16, "context cap ignored");
+        /* Whatever loaded must run (or refuse overflowing weights cleanly):
+         * a forced token, then sampled ones, to the end of the context. */
+        ml_sampler smp;
+        ml_sampler_init(&smp, c->vocab, 0.8f, 0.9f, n + 1, m.s.scratch);
+        int prompt[2] = {0, c->vocab - 1}, n_pos = 0;
+        s = ml_generate(&m, &smp, prompt, 2 <= c->max_seq ? 2 : 1, c->max_seq, NULL, &n_pos, &err);
+        FUZZ_ASSERT(s == ML_OK || (s == ML_E_FORMAT && strstr(err.msg, "not finite")),
+                    "generate failed on a model that loaded");
+        FUZZ_ASSERT(n_pos >= (s == ML_OK) && n_pos <= c->max_seq, "positions run");
+        ml_model_close(&m);
+    }
+    close(fd);
+}
+
+/* ---- tokenizers ------------------------------------------------------------ */
+
+/* Encode text with t and check the ids; with roundtrip, decoding them must
+ * give the text back (true when every byte has a "<0xNN>" piece and " " is
+ * a piece, as in both tokenizers of fuzz_tok_encode). */
+static inline void fuzz_encode_check(const ml_tokenizer *t, const char *text, int roundtrip) {
+    size_t cap = ml_tokenizer_max_tokens(text), len = strlen(text);
+    int *ids = malloc(cap * sizeof *ids);
+    if (!ids) return;
+    for (int mode = 0; mode < 2; mode++) { /* bos+eos, then neither */
+        int bos = mode == 0, eos = mode == 0, n = -1;
+        ml_err err = {{0}};
+        ml_status s = ml_tokenizer_encode(t, text, bos, eos, ids, &n, &err);
+        if (t->vocab <= ML_TOK_EOS && bos) {
+            FUZZ_ASSERT(s == ML_E_ARG, "BOS/EOS accepted without their ids");
+            continue;
+        }
+        FUZZ_ASSERT(s == ML_OK, "encode failed");
+        FUZZ_ASSERT(n >= 0 && (size_t)n <= cap, "token count out of range");
+        for (int i = 0; i < n; i++) FUZZ_ASSERT(ids[i] >= 0 && ids[i] < t->vocab, "id out of range");
+        if (bos) FUZZ_ASSERT(n >= 2 && ids[0] == ML_TOK_BOS && ids[n - 1] == ML_TOK_EOS, "BOS/EOS");
+        if (!roundtrip || !bos) continue;
+        size_t at = 0;
+        int ok = 1;
+        for (int i = 1; i < n - 1 && ok; i++) {
+            size_t pl = 0;
+            const char *p = ml_tokenizer_decode(t, ids[i - 1], ids[i], &pl);
+            if (!p || at + pl > len || memcmp(text + at, p, pl)) ok = 0;
+            else at += pl;
+        }
+        FUZZ_ASSERT(ok && at == len, "decode(encode(text)) != text");
+    }
+    free(ids);
+}
+
+/* tok_load: u32 vocab (little-endian), then the tokenizer.bin bytes. */
+static inline void fuzz_tok_load(const uint8_t *d, size_t n) {
+    if (n < 4) return;
+    uint32_t v32;
+    memcpy(&v32, d, 4);
+    int vocab = (int)(v32 & 0x1FFFFFu); /* up to 2^21: also past ML_TOK_MAX_VOCAB */
+    char path[64];
+    int fd = fuzz_memfd(d + 4, n - 4, path, sizeof path);
+    if (fd < 0) return;
+    ml_tokenizer t;
+    ml_err err = {{0}};
+    ml_status s = ml_tokenizer_load(&t, path, vocab, &err);
+    FUZZ_ASSERT(memchr(err.msg, 0, sizeof err.msg), "error message not terminated");
+    if (s != ML_OK) {
+        FUZZ_ASSERT(err.msg[0], "failure without a message");
+        FUZZ_ASSERT(t.pieces == NULL && t.scores == NULL, "failed load left memory");
+    } else {
+        FUZZ_ASSERT(t.vocab == vocab, "vocab");
+        for (int i = -1; i <= vocab; i++) {
+            size_t pl = 7;
+            const char *p = ml_tokenizer_decode(&t, i > 0 ? i - 1 : ML_TOK_BOS, i, &pl);
+            FUZZ_ASSERT((p != NULL) == (i >= 0 && i < vocab), "decode range");
+            FUZZ_ASSERT(p || pl == 0, "decode length of an invalid id");
+        }
+        static const char *const texts[] = {"", " ", "a", "Once upon a time", "\xff\xfe\x80",
+                                            "\xe4\xb8\xad\xe6\x96\x87 \xf0\x9f\x98\x80", "aaaaaaaaaaaaaaaa"};
+        for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) fuzz_encode_check(&t, texts[i], 0);
+        /* The file's own bytes as text: they contain the pieces. */
+        char text[257];
+        size_t tl = n - 4 < 256 ? n - 4 : 256;
+        memcpy(text, d + 4, tl);
+        text[tl] = 0;
+        fuzz_encode_check(&t, text, 0);
+        ml_tokenizer_free(&t);
+    }
+    close(fd);
+}
+
+/* A small vocab with every byte piece, ASCII, UTF-8 pieces, merges of
+ * equal scores (ties) and pieces reachable only through a chain of merges. */
+static inline size_t fuzz_builtin_tokenizer(uint8_t *buf, size_t cap, int *vocab) {
+    static const char *const words[] = {
+        "  ", "   ", " t", " th", " the", "he", "the", "an", " an", " and", "in", "ing", " in",
+        "aa", "aaa", "aaaa", "ab", "ba", "abab", "\xc3\xa9", "\xe4\xb8\xad", "\xe4\xb8\xad\xe6\x96\x87",
+        "\xe6\x96\x87", " \xe4\xb8\xad", "\xf0\x9f\x98\x80", "<0x41>x", "\n\n", " \n", "e ", "xyz"};
+    size_t at = 4;
+    int n = 0, maxlen = 0;
+#define FUZZ_PUT(str, len, score)                                  \
+    do {                                                           \
+        float sc_ = (score);                                       \
+        uint32_t l_ = (uint32_t)(len);                             \
+        if (at + 8 + l_ > cap) return 0;                           \
+        memcpy(buf + at, &sc_, 4);                                 \
+        memcpy(buf + at + 4, &l_, 4);                              \
+        memcpy(buf + at + 8, (str), l_);                           \
+        at += 8 + l_;                                              \
+        n++;                                                       \
+        if ((int)l_ > maxlen) maxlen = (int)l_;                    \
+    } while (0)
+    FUZZ_PUT("<unk>", 5, 0.0f);
+    FUZZ_PUT("\n<s>\n", 5, 0.0f);
+    FUZZ_PUT("\n</s>\n", 6, 0.0f);
+    for (int b = 0; b < 256; b++) {
+        char name[8];
+        snprintf(name, sizeof name, "<0x%02X>", b);
+        FUZZ_PUT(name, 6, 0.0f);
+    }
+    for (int ch = 0x20; ch < 0x7f; ch++) {
+        char one = (char)ch;
+        FUZZ_PUT(&one, 1, -1000.0f - (float)ch);
+    }
+    FUZZ_PUT("\n", 1, -2000.0f);
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+        FUZZ_PUT(words[i], strlen(words[i]), (float)(-(int)(i % 7))); /* ties on purpose */
+#undef FUZZ_PUT
+    uint32_t ml = (uint32_t)maxlen;
+    memcpy(buf, &ml, 4);
+    *vocab = n;
+    return at;
+}
+
+typedef struct {
+    ml_tokenizer tok[2];
+    int n;
+} fuzz_tokenizers;
+
+/* The built-in vocab, and $MODELS/stories260K/tok512.bin when it exists. */
+static inline void fuzz_tokenizers_load(fuzz_tokenizers *ft) {
+    static uint8_t buf[8192];
+    int vocab = 0;
+    size_t n = fuzz_builtin_tokenizer(buf, sizeof buf, &vocab);
+    char path[64];
+    int fd = fuzz_memfd(buf, n, path, sizeof path);
+    ft->n = 0;
+    if (fd >= 0) {
+        if (ml_tokenizer_load(&ft->tok[ft->n], path, vocab, NULL) == ML_OK) ft->n++;
+        close(fd);
+    }
+    const char *models = getenv("MODELS");
+    char tpath[1024];
+    snprintf(tpath, sizeof tpath, "%s/stories260K/tok512.bin", models ? models : "../shared/models");
+    if (access(tpath, R_OK) == 0 && ml_tokenizer_load(&ft->tok[ft->n], tpath, 512, NULL) == ML_OK) ft->n++;
+}
+
+static inline void fuzz_tokenizers_free(fuzz_tokenizers *ft) {
+    for (int i = 0; i < ft->n; i++) ml_tokenizer_free(&ft->tok[i]);
+    ft->n = 0;
+}
+
+static inline void fuzz_tok_encode(const fuzz_tokenizers *ft, const uint8_t *d, size_t n) {
+    char *text = malloc(n + 1);
+    if (!text) return;
+    memcpy(text, d, n);
+    text[n] = 0; /* a C string: the text ends at the first NUL */
+    for (int i = 0; i < ft->n; i++) fuzz_encode_check(&ft->tok[i], text, 1);
+    free(text);
+}
+
+/* ---- cli -------------------------------------------------------------------- */
+static inline void fuzz_cli(const uint8_t *d, size_t n) {
+    enum { MAX_ARGS = 64 };
+    char *buf = malloc(n + 1);
+    if (!buf) return;
+    memcpy(buf, d, n);
+    buf[n] = 0;
+    char *argv[MAX_ARGS + 2];
+    int argc = 0;
+    argv[argc++] = "ml_run";
+    for (size_t i = 0; i <= n && argc <= MAX_ARGS;) { /* NUL-separated arguments */
+        argv[argc++] = buf + i;
+        i += strlen(buf + i) + 1;
+    }
+    argv[argc] = NULL;
+    ml_run_opts o;
+    char msg[128];
+    memset(msg, 'x', sizeof msg);
+    int rc = ml_run_parse_args(argc, argv, &o, msg, sizeof msg);
+    FUZZ_ASSERT(rc == ML_CLI_RUN || rc == ML_EXIT_OK || rc == ML_EXIT_USAGE, "return code");
+    FUZZ_ASSERT(memchr(msg, 0, sizeof msg), "message not terminated");
+    if (rc == ML_EXIT_USAGE) FUZZ_ASSERT(msg[0], "usage error without a message");
+    if (rc == ML_CLI_RUN) {
+        FUZZ_ASSERT(o.model && o.tokenizer && o.prompt, "paths");
+        FUZZ_ASSERT(o.steps >= -1 && o.steps <= (1L << 30), "-n range");
+        FUZZ_ASSERT(o.threads >= 1 && o.threads <= 256, "-t range");
+        FUZZ_ASSERT(o.context >= 0 && o.context <= (1L << 30), "-c range");
+        FUZZ_ASSERT(o.temperature >= 0.0 && o.temperature <= 1e6, "--temp range");
+        FUZZ_ASSERT(o.topp >= 0.0 && o.topp <= 1.0, "--top-p range");
+        FUZZ_ASSERT(o.use_mmap == 0 || o.use_mmap == 1, "--no-mmap");
+    }
+    free(buf);
+}
+
+#endif

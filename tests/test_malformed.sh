@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# Malformed input through the ml_run command line: every case is refused
+# cleanly (exit 1 for a failed run, 2 for a bad command line, as in
+# app/exit_codes.h) with a message naming the option, field or file, and no
+# crash, hang or partial output; or, where the input is merely unusual (empty
+# or invalid-UTF-8 prompt, -n equal to the context, -c above it), it works.
+# Also: ml_run within `ulimit -v` 1 GiB thanks to -c.
+# env: BUILD (default build/scalar), PYTHON, RUNNER (e.g. valgrind or qemu)
+set -u
+cd "$(dirname "$0")/.."
+: "${BUILD:=build/scalar}" "${PYTHON:=python3}" "${RUNNER:=}"
+P=0 F=0 S=0
+ok()   { P=$((P + 1)); echo "ok - $1"; }
+bad()  { F=$((F + 1)); echo "FAIL - $1"; }
+skip() { S=$((S + 1)); echo "SKIP - $1"; }
+finish() { echo "#summary passed=$P failed=$F skipped=$S"; exit 0; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+BIN=$BUILD/ml_run
+if [ ! -x "$BIN" ]; then bad "$BIN not built"; finish; fi
+if [ -z "$PYTHON" ] || ! "$PYTHON" -c 'import numpy' 2>/dev/null; then
+    skip "malformed CLI input: no python3 with numpy to make test models"
+    finish
+fi
+
+# shellcheck disable=SC2086
+run() { timeout 120 $RUNNER "$BIN" "$@" >"$tmp/out" 2>"$tmp/err"; }
+
+# expect WHAT RC TEXT ARGS...: exit code RC, stderr containing TEXT (fixed
+# string), and for a refusal (RC != 0) nothing on stdout, unless STREAMED=1
+# (the text is printed as it is generated; a later failure cannot unsay it).
+expect() {
+    local what=$1 want=$2 text=$3; shift 3
+    run "$@"
+    local rc=$?
+    if [ "$rc" -ne "$want" ]; then
+        bad "$what: exit $rc, expected $want; stderr: $(head -c 300 "$tmp/err" | tr '\n' ' ')"
+    elif [ -n "$text" ] && ! grep -qF -- "$text" "$tmp/err"; then
+        bad "$what: stderr lacks '$text': $(head -c 300 "$tmp/err" | tr '\n' ' ')"
+    elif [ "$want" -ne 0 ] && [ "${STREAMED:-0}" != 1 ] && [ -s "$tmp/out" ]; then
+        bad "$what: refused but wrote to stdout: $(head -c 100 "$tmp/out")"
+    else
+        ok "$what (exit $rc)"
+    fi
+}
+
+# ---- models: a random one with its tokenizer, and another vocab -----------
+M=$tmp/m.mlb T=$tmp/t.bin
+"$PYTHON" tools/gen_random.py "$M" --dim 64 --n-layers 2 --n-heads 4 --n-kv-heads 2 --hidden-dim 96 \
+    --vocab 320 --max-seq 64 --seed 11 --tokenizer "$T" >/dev/null || { bad "gen_random"; finish; }
+"$PYTHON" tools/gen_random.py "$tmp/other.mlb" --vocab 300 --tokenizer "$tmp/t300.bin" >/dev/null || bad "gen_random 300"
+OK=(-m "$M" -z "$T")
+
+# ---- command line: usage errors (exit 2) ------------------------------------
+expect "no arguments" 2 "missing -m model.mlb"
+expect "no tokenizer" 2 "missing -z tokenizer.bin" -m "$M"
+expect "unknown option" 2 "unknown option '--bogus'" "${OK[@]}" --bogus
+expect "unknown option with a value after it" 2 "unknown option '-x'" "${OK[@]}" -x 5
+expect "unknown last option is unknown, not 'needs a value'" 2 "unknown option '--frobnicate'" "${OK[@]}" --frobnicate
+expect "stray argument" 2 "unexpected argument 'extra'" "${OK[@]}" extra
+for o in -m -z -i -n --temp --top-p -s -t -c --logits --ids; do
+    expect "option $o without a value" 2 "option $o needs a value" "${OK[@]}" "$o"
+done
+for v in -1 abc "" 1.5 0x10 " -3" 99999999999999999999; do
+    expect "-n '$v'" 2 "-n: expected an integer >= 0, got '$v'" "${OK[@]}" -n "$v"
+done
+for v in 0 10000 -1 257 two ""; do
+    expect "-t '$v'" 2 "-t: expected a thread count in 1..256, got '$v'" "${OK[@]}" -t "$v"
+done
+for v in -1 -0.5 abc nan inf 1e400 ""; do
+    expect "--temp '$v'" 2 "--temp: expected a number >= 0, got '$v'" "${OK[@]}" --temp "$v"
+done
+for v in -0.1 1.5 abc nan ""; do
+    expect "--top-p '$v'" 2 "--top-p: expected a number in [0, 1], got '$v'" "${OK[@]}" --top-p "$v"
+done
+for v in -1 " -1" abc 1.5 "" 18446744073709551616; do
+    expect "-s '$v'" 2 "-s: expected an integer >= 0, got '$v'" "${OK[@]}" -s "$v"
+done
+for v in 0 -5 abc ""; do
+    expect "-c '$v'" 2 "-c: expected a context length >= 1, got '$v'" "${OK[@]}" -c "$v"
+done
+expect "-n beyond the context" 2 "-n 65 exceeds the context of 64 tokens" "${OK[@]}" -n 65
+expect "-n beyond a -c context" 2 "-n 32 exceeds the context of 16 tokens" "${OK[@]}" -c 16 -n 32
+long=$(printf 'the %.0s' $(seq 1 200))
+expect "prompt longer than the context" 2 "more than the context of 64" "${OK[@]}" -i "$long"
+expect "prompt longer than -n" 2 "more than -n of 4" "${OK[@]}" -i "the the" -n 4
+expect "prompt longer than a -c context" 2 "more than the context of 8" "${OK[@]}" -i "the the the" -c 8
+run --help
+if [ $? -eq 0 ] && grep -q '^usage: ml_run' "$tmp/out"; then ok "--help: usage on stdout, exit 0"; else bad "--help"; fi
+
+# ---- files: runtime failures (exit 1) naming the file ------------------------
+expect "missing model" 1 "$tmp/nope.mlb: cannot open" -m "$tmp/nope.mlb" -z "$T"
+expect "missing tokenizer" 1 "tokenizer $tmp/nope.bin: cannot open" -m "$M" -z "$tmp/nope.bin"
+expect "directory as the model" 1 "$tmp: not a regular file" -m "$tmp" -z "$T"
+expect "directory as the tokenizer" 1 "tokenizer $tmp: not a regular file" -m "$M" -z "$tmp"
+expect "tokenizer as the model" 1 "magic: expected \"MLB1\"" -m "$T" -z "$T"
+expect "model as the tokenizer" 1 "loading the tokenizer failed (ML_E_FORMAT)" -m "$M" -z "$M"
+: >"$tmp/empty"
+expect "empty model file" 1 "$tmp/empty: file is empty" -m "$tmp/empty" -z "$T"
+expect "empty tokenizer file" 1 "loading the tokenizer failed (ML_E_FORMAT)" -m "$M" -z "$tmp/empty"
+head -c 5000 "$M" >"$tmp/trunc.mlb"
+expect "truncated model" 1 "truncated: tensor" -m "$tmp/trunc.mlb" -z "$T"
+head -c 1000 "$T" >"$tmp/trunc.bin"
+expect "truncated tokenizer" 1 "truncated file?" -m "$M" -z "$tmp/trunc.bin"
+expect "tokenizer of another model" 1 "tokenizer $tmp/t300.bin has 300 tokens, model vocab is 320" -m "$M" -z "$tmp/t300.bin"
+# Damaged copies of $M, by tools/mlb.py's layout: a NaN scale; finite scales
+# and norm weights that overflow float32 in the forward pass (what the mlb
+# fuzz target found: fuzz/regress/mlb/overflow_nan_quantize.mlb).
+PYTHONPATH=tools "$PYTHON" - "$M" "$tmp" <<'PY'
+import struct, sys
+import mlb
+src, out = sys.argv[1], sys.argv[2]
+h, _ = mlb.read_mlb(src)
+arrays = {name: (off, n) for name, off, n in mlb.layout(h)[0]}
+data = open(src, "rb").read()
+def damaged(name, array, values):
+    d = bytearray(data)
+    off, n = arrays[array]
+    for i, v in values(n // 4):
+        struct.pack_into("<f", d, off + 4 * i, v)
+    open(f"{out}/{name}.mlb", "wb").write(d)
+damaged("nan", "tok_emb.d", lambda n: [(7, float("nan"))])
+damaged("overflow_residual", "tok_emb.d", lambda n: [(i, 3e38) for i in range(n)])
+damaged("overflow_logits", "final_norm", lambda n: [(i, 3e38) for i in range(n)])
+PY
+expect "NaN scale in the model" 1 "tensor tok_emb (layer -1) element 7 is nan" -m "$tmp/nan.mlb" -z "$T"
+expect "embedding overflowing float32" 1 "residual element 0 is inf, not finite: the model's weights overflow float32" \
+    -m "$tmp/overflow_residual.mlb" -z "$T" -n 8
+expect "final norm overflowing float32" 1 "nan, not finite: the model's weights overflow float32" \
+    -m "$tmp/overflow_logits.mlb" -z "$T" -n 8
+
+# ---- unusual but valid input: it works ---------------------------------------
+expect "empty prompt starts from BOS" 0 "tok/s" "${OK[@]}" -i "" -n 8 --temp 0 --ids "$tmp/ids"
+if [ "$(head -n 1 "$tmp/ids" 2>/dev/null)" = 1 ]; then ok "empty prompt: first id is BOS"; else bad "empty prompt: ids $(head -c 40 "$tmp/ids")"; fi
+expect "invalid UTF-8 prompt" 0 "tok/s" "${OK[@]}" -i $'\xff\xfe\x80 ab\xc3' -n 20 --temp 0
+# BOS, the dummy-prefix space and 62 letters: 64 tokens (this vocab has no merges).
+p62=$(printf 'a%.0s' $(seq 1 62))
+expect "prompt filling the context, -n equal to it" 0 "ml_run: 64 tokens in" "${OK[@]}" -i "$p62" -n 64 --temp 0 --ids "$tmp/ids"
+n=$(wc -l <"$tmp/ids")
+if [ "$n" -eq 65 ]; then ok "-n 64: 64 positions and the token after the last"; else bad "-n 64: $n ids, expected 65"; fi
+expect "prompt of context+1 tokens" 2 "the prompt is 65 tokens, more than the context of 64" "${OK[@]}" -i "a$p62" -n 64
+expect "-n 0 is the whole context" 0 "tok/s" "${OK[@]}" -n 0 --temp 0
+# -c above the model's context: accepted, no effect (the banner says context 64).
+expect "-c above the context is accepted" 0 "context 64," "${OK[@]}" -c 100000 -n 0 --temp 0
+expect "-c below the context caps it" 0 "context 16," "${OK[@]}" -c 16 -n 0 --temp 0
+
+# ---- output files: complete or absent -----------------------------------------
+# --logits/--ids: a run that fails after creating one deletes it; nothing
+# is generated when an output cannot be opened.
+expect "--logits into a missing folder" 1 "cannot write '$tmp/no/dir/l.f32'" "${OK[@]}" -n 8 --logits "$tmp/no/dir/l.f32"
+expect "--logits to a folder" 1 "cannot write '$tmp'" "${OK[@]}" -n 8 --logits "$tmp"
+rm -f "$tmp/ids"
+expect "--ids unwritable: --logits not left behind" 1 "cannot write '$tmp/no/ids'" "${OK[@]}" -n 8 --logits "$tmp/l.f32" --ids "$tmp/no/ids"
+if [ ! -e "$tmp/l.f32" ]; then ok "--logits file removed after the --ids failure"; else bad "--logits file left behind"; fi
+if [ -w /dev/full ]; then
+    STREAMED=1 expect "--logits to a full disk (/dev/full)" 1 "writing '/dev/full' failed" "${OK[@]}" -n 64 --temp 0 --logits /dev/full --ids "$tmp/ids"
+    if [ ! -e "$tmp/ids" ]; then ok "--ids file removed after the --logits write failure"; else bad "--ids left behind"; fi
+    if [ -c /dev/full ]; then ok "/dev/full itself not removed"; else bad "/dev/full was removed"; fi
+    # shellcheck disable=SC2086
+    timeout 120 $RUNNER "$BIN" "${OK[@]}" -n 64 --temp 0 >/dev/full 2>"$tmp/err"; rc=$?
+    if [ $rc -eq 1 ] && grep -q 'stdout failed' "$tmp/err"; then ok "stdout to a full disk: exit 1"; else bad "stdout to /dev/full: exit $rc $(head -c 200 "$tmp/err")"; fi
+else
+    skip "write errors: no writable /dev/full"
+fi
+expect "--ids to /dev/stdout works" 0 "tok/s" "${OK[@]}" -n 8 --temp 0 --ids /dev/stdout
+
+# ---- resource limits: ulimit -v 1 GiB; the default context does not fit ----
+# A model with a 2^20-token context needs a ~2.3 GiB arena (KV cache 2 GiB);
+# -c 256 caps it to a few MiB. Address-space limits do not apply under ASan
+# (it reserves terabytes of shadow), valgrind or qemu.
+if [ -n "$RUNNER" ] || nm "$BIN" 2>/dev/null | grep -q __asan_init; then
+    skip "ulimit -v: not meaningful under ${RUNNER:-ASan}"
+else
+    "$PYTHON" tools/gen_random.py "$tmp/long.mlb" --dim 64 --n-layers 4 --n-heads 4 --n-kv-heads 4 \
+        --hidden-dim 96 --vocab 320 --max-seq 1048576 --seed 3 >/dev/null || bad "gen_random long"
+    (ulimit -v 1048576; "$BIN" -m "$tmp/long.mlb" -z "$T" -n 16 --temp 0 >"$tmp/out" 2>"$tmp/err"); rc=$?
+    if [ $rc -eq 1 ] && grep -q 'arena: cannot allocate .* cap the context with -c' "$tmp/err"; then
+        ok "ulimit -v 1 GiB, 2^20 context: exit 1, the message suggests -c"
+    else
+        bad "ulimit -v 1 GiB, 2^20 context: exit $rc: $(head -c 300 "$tmp/err")"
+    fi
+    (ulimit -v 1048576; "$BIN" -m "$tmp/long.mlb" -z "$T" -c 256 -n 16 --temp 0 >"$tmp/out" 2>"$tmp/err"); rc=$?
+    if [ $rc -eq 0 ] && grep -q 'context 256,' "$tmp/err"; then
+        ok "ulimit -v 1 GiB with -c 256: runs ($(grep -o 'arena [0-9.]* MiB' "$tmp/err"))"
+    else
+        bad "ulimit -v 1 GiB with -c 256: exit $rc: $(head -c 300 "$tmp/err")"
+    fi
+fi
+finish
