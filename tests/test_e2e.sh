@@ -52,6 +52,7 @@ compare_with_scalar() {
     local out rc
     out=$("$PYTHON" tests/compare_logits.py "$tmp/isa.f32" "$tmp/ref.f32" "$vocab" 1e-3); rc=$?
     check "$name: logits vs scalar within 1e-3 over 16 steps ($out)" "[ $rc -eq 0 ]"
+    check "$name: logits bit-identical to scalar (kernels/canon.h)" "cmp -s '$tmp/isa.f32' '$tmp/ref.f32'"
     # shellcheck disable=SC2086
     $RUNNER "$REF/ml_run" -m "$model" -z "$tok" -i "$prompt" -n 0 --temp 0 --ids "$tmp/ref.ids" >/dev/null 2>&1
     run -m "$model" -z "$tok" -i "$prompt" -n 0 --temp 0 --ids "$tmp/isa.ids" >/dev/null 2>&1
