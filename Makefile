@@ -154,7 +154,7 @@ print-build:
 test-all:
 	@PYTHON=$(PYTHON) MODELS=$(MODELS) bash tests/test_all.sh
 
-run: all
+run: $(BUILD)/ml_run
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) MODELS=$(MODELS) bash tools/run_default.sh
 
 bench: all
