@@ -49,12 +49,51 @@ typedef struct {
 
 /* ---- bindings ----------------------------------------------------------- */
 
-#define PRINT_BINDING(ret, name, NAME, params) \
-    printf("# binding: %-11s -> %s\n", #name, ML_STR(ml_k_##name));
+/* The fallback chain of each build, lowest first (DESIGN §3). */
+static const char *chain_of(const char *isa) {
+    static const char *const chains[][2] = {
+        {"scalar", "scalar"},
+        {"sse2", "scalar sse2"},
+        {"sse41", "scalar sse2 sse41"},
+        {"avx2", "scalar sse2 sse41 avx2"},
+        {"avxvnni", "scalar sse2 sse41 avx2 avxvnni"},
+        {"avx512vnni", "scalar sse2 sse41 avx2 avxvnni avx512vnni"},
+        {"neon", "scalar neon"},
+        {"neon_dotprod", "scalar neon neon_dotprod"},
+        {"sve", "scalar neon neon_dotprod sve"},
+    };
+    for (size_t i = 0; i < sizeof chains / sizeof *chains; i++)
+        if (!strcmp(chains[i][0], isa)) return chains[i][1];
+    return "";
+}
 
-static void print_bindings(void) {
-    printf("# build ISA: %s\n", ML_ISA_NAME);
-    ML_KERNELS(PRINT_BINDING)
+/* 1 if word is one of the space-separated words of list. */
+static int in_list(const char *list, const char *word) {
+    size_t n = strlen(word);
+    for (const char *p = list; (p = strstr(p, word)); p += n)
+        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return 1;
+    return 0;
+}
+
+#define BINDING_ROW(ret, name, NAME, params) {#name, ML_STR(ml_k_##name)},
+
+/* Print which symbol each generic name bound to, and check the binding: the
+ * symbol's ISA is in this build's chain, and a non-scalar build binds at
+ * least one kernel to its own folder. */
+static void check_bindings(void) {
+    static const char *const rows[][2] = {ML_KERNELS(BINDING_ROW)};
+    const char *chain = chain_of(ML_ISA_NAME);
+    int own = 0, f0 = tl_failed;
+    printf("# build ISA: %s, chain: %s\n", ML_ISA_NAME, chain);
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        const char *isa = rows[i][1] + strlen("ml_k_") + strlen(rows[i][0]) + 1;
+        printf("# binding: %-11s -> %s\n", rows[i][0], rows[i][1]);
+        CHECK(in_list(chain, isa), "%s bound to %s, outside the chain '%s'", rows[i][0], rows[i][1], chain);
+        own += !strcmp(isa, ML_ISA_NAME);
+    }
+    CHECK(own > 0 || !strcmp(ML_ISA_NAME, "scalar") || !strncmp(ML_ISA_NAME, "neon", 4) || !strcmp(ML_ISA_NAME, "sve"),
+          "no kernel binds to the %s folder", ML_ISA_NAME);
+    GROUP_DONE("bindings: every kernel resolves within this build's fallback chain", f0);
 }
 
 /* ---- buffers with guards ------------------------------------------------ */
@@ -561,7 +600,7 @@ int ml_main(int argc, char **argv) {
     tctx t = {{o.seed}, o.quick};
     printf("# test_kernels seed=0x%llx%s (rerun: --seed=0x%llx)\n", (unsigned long long)o.seed,
            o.quick ? " quick" : "", (unsigned long long)o.seed);
-    print_bindings();
+    check_bindings();
 
     test_quantize(&t);
     test_matvec(&t, ML_TYPE_Q8_0, ml_k_matvec_q8, ml_k_matvec_q8_scalar, "matvec_q8");
