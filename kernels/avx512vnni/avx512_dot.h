@@ -1,20 +1,16 @@
-/* AVX-512 VNNI int8 dots and their reductions for the matvec template
- * (kernels/x86/matvec_tmpl.h), steps of 4 blocks.
- *   Q8_0: two blocks per vpdpbusd(0, |x|, w * sign(x)). AVX-512 has no
- *         vpsignb: the sign is a mask of x's negative bytes (shared by the 4
- *         rows) and one masked 0 - w per row. Lanes 0..7: first block, 8..15:
- *         second. A step is 4 blocks (2 dots per row): the 8 dots of the 4
- *         rows reduce to [block c: rows 0..3] in 128-bit chunk c.
- *   Q4_0: four blocks per dot: their 64 nibble bytes load as [A|B|C|D]
- *         (16 bytes each); masking gives the low nibbles (elements 0..15 of
- *         each), a shift the high ones (16..31). The activations of the 4
- *         blocks are rearranged the same way once for the 4 rows, and
- *         vpdpbusd(vpdpbusd(-8 * sum(x) lanes, lo, x lo), hi, x hi) leaves
- *         block c in 128-bit chunk c, so the 4 rows' dots reduce within chunks
- *         straight to [block c: rows 0..3] in chunk c.
- *   Tail (one block): the 256-bit avxvnni dots again, with the EVEX vpdpbusd
- *         (AVX512VL) in place of the VEX one this build may not have.
- * Layouts and float order: kernels/x86/matvec_tmpl.h. */
+/* AVX-512 VNNI int8 dots and reductions for the 16-row matvec body
+ * (matvec16.h). A step is 4 blocks of a row, in the Q4_0 nibble layout for
+ * both formats: register lo holds elements 0..15 of blocks A B C D (one
+ * 128-bit chunk each), hi elements 16..31; the activations are arranged the
+ * same way once per step, and vpdpbusd(vpdpbusd(corr, w lo, x lo), w hi,
+ * x hi) leaves each block's partial sums in its chunk (4 int32 lanes).
+ *   Q8_0: 128 bytes per row: two loads, their halves regrouped (two
+ *         shuffles); the weights go unsigned as w ^ 0x80 = w + 128, so no
+ *         sign handling: corr = -128 * x per lane makes the sum exact.
+ *   Q4_0: 64 bytes per row: masking gives the low nibbles, a shift the high
+ *         ones, unsigned (value + 8): corr = -8 * x per lane.
+ * corr depends on x only: once per step for the 16 rows. Exact for any int8
+ * x and weights (vpdpbusd wraps, never saturates, and the true sums fit). */
 #ifndef ML_AVX512_DOT_H
 #define ML_AVX512_DOT_H
 
@@ -23,27 +19,7 @@
 #include <stdint.h>
 
 #include "core/quant.h"
-#include "kernels/avx2/avx2_dot.h"
-#include "kernels/x86/mv256.h"
 #include "kernels/x86/x86_common.h"
-
-/* ---- Q8_0 --------------------------------------------------------------- */
-
-typedef struct {
-    __m512i a;     /* |x| of 2 blocks */
-    __mmask64 neg; /* x < 0 */
-} ml_avx512_xq8;
-
-ML_INLINE void ml_avx512_xprep_q8(ml_avx512_xq8 *xs, const int8_t *xq) {
-    const __m512i x = _mm512_loadu_si512(xq);
-    xs->a = _mm512_abs_epi8(x);
-    xs->neg = _mm512_movepi8_mask(x);
-}
-
-ML_INLINE __m512i ml_avx512_dot_q8(const int8_t *w, const ml_avx512_xq8 *xs) {
-    const __m512i z = _mm512_setzero_si512(), v = _mm512_loadu_si512(w);
-    return _mm512_dpbusd_epi32(z, xs->a, _mm512_mask_sub_epi8(v, xs->neg, z, v));
-}
 
 /* Per 128-bit chunk c: [sum v0.c, sum v1.c, sum v2.c, sum v3.c]. */
 ML_INLINE __m512i ml_avx512_quads(const __m512i *v) {
@@ -52,67 +28,124 @@ ML_INLINE __m512i ml_avx512_quads(const __m512i *v) {
     return _mm512_add_epi32(_mm512_unpacklo_epi64(t01, t23), _mm512_unpackhi_epi64(t01, t23));
 }
 
-/* A step of 4 blocks: 2 dots per row, each with its own activation state. */
+/* 4x4 transpose of 128-bit chunks: o[c] = [a.c, b.c, c.c, d.c]. */
+ML_INLINE void ml_avx512_chunks4x4(__m512i *o, __m512i a, __m512i b, __m512i c, __m512i d) {
+    const __m512i p = _mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)); /* a0 a1 b0 b1 */
+    const __m512i q = _mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)); /* a2 a3 b2 b3 */
+    const __m512i r = _mm512_shuffle_i32x4(c, d, _MM_SHUFFLE(1, 0, 1, 0)); /* c0 c1 d0 d1 */
+    const __m512i s = _mm512_shuffle_i32x4(c, d, _MM_SHUFFLE(3, 2, 3, 2)); /* c2 c3 d2 d3 */
+    o[0] = _mm512_shuffle_i32x4(p, r, _MM_SHUFFLE(2, 0, 2, 0));
+    o[1] = _mm512_shuffle_i32x4(p, r, _MM_SHUFFLE(3, 1, 3, 1));
+    o[2] = _mm512_shuffle_i32x4(q, s, _MM_SHUFFLE(2, 0, 2, 0));
+    o[3] = _mm512_shuffle_i32x4(q, s, _MM_SHUFFLE(3, 1, 3, 1));
+}
+
+/* 16 rows' dots (chunk c: block c) -> s[c] = [block c: sumi of rows 0..15] */
+ML_INLINE void ml_avx512_sums16(const __m512i *v, __m512i *s) {
+    const __m512i t0 = ml_avx512_quads(v), t1 = ml_avx512_quads(v + 4);
+    const __m512i t2 = ml_avx512_quads(v + 8), t3 = ml_avx512_quads(v + 12);
+    ml_avx512_chunks4x4(s, t0, t1, t2, t3);
+}
+
+/* The first n bytes of a 64-byte load, the rest zeros (n <= 0: nothing is
+ * read; masked-off bytes never fault). */
+ML_INLINE __m512i ml_avx512_load_n(const int8_t *p, int n) {
+    if (n >= 64) return _mm512_loadu_si512(p);
+    if (n <= 0) return _mm512_setzero_si512();
+    return _mm512_maskz_loadu_epi8(((__mmask64)1 << n) - 1, p);
+}
+
+/* [A|B] [C|D] (32 bytes per block) -> lo: elements 0..15 of A B C D, hi:
+ * 16..31, by chunk. */
+ML_INLINE void ml_avx512_split4(__m512i *lo, __m512i *hi, __m512i ab, __m512i cd) {
+    *lo = _mm512_shuffle_i64x2(ab, cd, _MM_SHUFFLE(2, 0, 2, 0));
+    *hi = _mm512_shuffle_i64x2(ab, cd, _MM_SHUFFLE(3, 1, 3, 1));
+}
+
+/* A step's activations: 4 blocks in the lo/hi layout and the int32 lanes
+ * -off * (their x), off the unsigned weights' offset (128 or 8). */
 typedef struct {
-    ml_avx512_xq8 d[2];
-} ml_avx512_xq8x2;
+    __m512i lo, hi, corr;
+} ml_avx512_x4;
 
-ML_INLINE void ml_avx512_xprep4_q8(ml_avx512_xq8x2 *xs, const int8_t *xq) {
-    ml_avx512_xprep_q8(&xs->d[0], xq);
-    ml_avx512_xprep_q8(&xs->d[1], xq + 2 * ML_QK);
-}
-/* v[2 * row + dot] -> [block 0: rows 0..3 | block 1 | block 2 | block 3]:
- * per dot, the transpose-and-add over rows leaves chunk c = [rows 0..3] of
- * the dot's chunk c; chunks 0, 1 hold its first block, 2, 3 the second. */
-ML_INLINE __m512i ml_avx512_sums4_q8(const __m512i *v) {
-    const __m512i a[4] = {v[0], v[2], v[4], v[6]}, c[4] = {v[1], v[3], v[5], v[7]};
-    const __m512i u0 = ml_avx512_quads(a), u1 = ml_avx512_quads(c);
-    return _mm512_add_epi32(_mm512_shuffle_i32x4(u0, u1, _MM_SHUFFLE(2, 0, 2, 0)),
-                            _mm512_shuffle_i32x4(u0, u1, _MM_SHUFFLE(3, 1, 3, 1)));
+/* n (1..4) blocks at xq; missing blocks are zeros */
+ML_INLINE void ml_avx512_xprep4(ml_avx512_x4 *xs, const int8_t *xq, int n, char off) {
+    const __m512i z = _mm512_setzero_si512(), o = _mm512_set1_epi8(off);
+    ml_avx512_split4(&xs->lo, &xs->hi, ml_avx512_load_n(xq, n * ML_QK), ml_avx512_load_n(xq + 2 * ML_QK, n * ML_QK - 2 * ML_QK));
+    xs->corr = _mm512_sub_epi32(z, _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(z, o, xs->lo), o, xs->hi));
 }
 
-ML_INLINE __m256i ml_avx512_dot1_q8(const int8_t *w, const ml_avx2_x *xs) {
-    const __m256i s = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)w), xs->x);
-    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), xs->a, s);
-}
-
-/* ---- Q4_0 --------------------------------------------------------------- */
-
-typedef struct {
-    __m512i lo, hi; /* x elements 0..15 / 16..31 of blocks A B C D, by chunk */
-    __m512i corr;   /* int32 lanes summing to -8 * sum(x), chunk c: block c */
-} ml_avx512_xq4;
-
-ML_INLINE void ml_avx512_xprep_q4(ml_avx512_xq4 *xs, const int8_t *xq) {
-    const __m512i x0 = _mm512_loadu_si512(xq), x1 = _mm512_loadu_si512(xq + 2 * ML_QK);
-    const __m512i z = _mm512_setzero_si512(), eight = _mm512_set1_epi8(ML_Q4_OFFSET);
-    xs->lo = _mm512_shuffle_i64x2(x0, x1, _MM_SHUFFLE(2, 0, 2, 0));
-    xs->hi = _mm512_shuffle_i64x2(x0, x1, _MM_SHUFFLE(3, 1, 3, 1));
-    xs->corr = _mm512_sub_epi32(z, _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(z, eight, xs->lo), eight, xs->hi));
-}
-
-ML_INLINE __m512i ml_avx512_dot_q4(const int8_t *w, const ml_avx512_xq4 *xs) {
-    const __m512i m = _mm512_set1_epi8(0x0F), v = _mm512_loadu_si512(w);
-    const __m512i lo = _mm512_and_si512(v, m), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m);
+/* One row's 4 blocks: vpdpbusd(vpdpbusd(corr, w lo, x lo), w hi, x hi),
+ * w lo / hi unsigned; block c in chunk c, exactly sum w x per chunk. */
+ML_INLINE __m512i ml_avx512_dot4(__m512i lo, __m512i hi, const ml_avx512_x4 *xs) {
     return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(xs->corr, lo, xs->lo), hi, xs->hi);
 }
 
-/* 4 rows' dots -> chunk c: [block c: rows 0..3] */
-#define ml_avx512_sums_q4 ml_avx512_quads
+/* ---- Q8_0: the weights go unsigned as w ^ 0x80 = w + 128 ----------------- */
 
-/* Chunk j (a constant) of a __m512: the extract needs an immediate. */
-#define ML_AVX512_CHUNK(f, j)                                                                      \
-    ((j) == 0 ? _mm512_castps512_ps128(f) : (j) == 1 ? _mm512_extractf32x4_ps(f, 1)                \
-                                          : (j) == 2 ? _mm512_extractf32x4_ps(f, 2) : _mm512_extractf32x4_ps(f, 3))
-
-ML_INLINE void ml_avx512_xprep1_q4(ml_avx2_x *xs, const int8_t *xq) {
-    const __m256i z = _mm256_setzero_si256();
-    xs->x = _mm256_loadu_si256((const __m256i *)xq);
-    xs->a = _mm256_sub_epi32(z, _mm256_dpbusd_epi32(z, _mm256_set1_epi8(ML_Q4_OFFSET), xs->x));
+ML_INLINE void ml_avx512_xprep_q8(ml_avx512_x4 *xs, const int8_t *xq, int n) {
+    ml_avx512_xprep4(xs, xq, n, (char)0x80);
 }
 
-ML_INLINE __m256i ml_avx512_dot1_q4(const int8_t *w, const ml_avx2_x *xs) {
-    return _mm256_dpbusd_epi32(xs->a, ml_avx2_nibbles(w), xs->x);
+ML_INLINE __m512i ml_avx512_dot_q8(const int8_t *w, int n, const ml_avx512_x4 *xs) {
+    const __m512i f = _mm512_set1_epi8((char)0x80);
+    __m512i lo, hi;
+    ml_avx512_split4(&lo, &hi, _mm512_xor_si512(ml_avx512_load_n(w, n * ML_QK), f),
+                     _mm512_xor_si512(ml_avx512_load_n(w + 2 * ML_QK, n * ML_QK - 2 * ML_QK), f));
+    return ml_avx512_dot4(lo, hi, xs);
+}
+
+/* One block of 16 rows (g[i]: row i's block): two rows per register, row k
+ * in the low half and k + 8 in the high one, against [x | x]; returns
+ * [sumi of rows 0..15]. */
+ML_INLINE __m512i ml_avx512_dot1x16_q8(const int8_t *const *g, const int8_t *xq) {
+    const __m512i z = _mm512_setzero_si512(), f = _mm512_set1_epi8((char)0x80);
+    const __m512i x = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)xq));
+    const __m512i corr = _mm512_sub_epi32(z, _mm512_dpbusd_epi32(z, f, x));
+    __m512i v[8];
+    ML_UNROLL for (int k = 0; k < 8; k++) {
+        const __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)g[k])),
+                                             _mm256_loadu_si256((const __m256i *)g[k + 8]), 1);
+        v[k] = _mm512_dpbusd_epi32(corr, _mm512_xor_si512(w, f), x);
+    }
+    /* chunk c of t0: rows 0..3 (c = 0, 1: the two halves of the block) and
+     * 8..11 (c = 2, 3); t1: rows 4..7 and 12..15 */
+    const __m512i t0 = ml_avx512_quads(v), t1 = ml_avx512_quads(v + 4);
+    const __m512i u = _mm512_add_epi32(_mm512_shuffle_i32x4(t0, t1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                       _mm512_shuffle_i32x4(t0, t1, _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_shuffle_i32x4(u, u, _MM_SHUFFLE(3, 1, 2, 0)); /* [0..3 8..11 4..7 12..15] -> rows */
+}
+
+/* ---- Q4_0: nibbles are stored unsigned (value + 8) ---------------------- */
+
+ML_INLINE void ml_avx512_xprep_q4(ml_avx512_x4 *xs, const int8_t *xq, int n) {
+    ml_avx512_xprep4(xs, xq, n, ML_Q4_OFFSET);
+}
+
+/* Byte j of a block: low nibble element j, high nibble 16 + j. */
+ML_INLINE __m512i ml_avx512_dot_q4(const int8_t *w, int n, const ml_avx512_x4 *xs) {
+    const __m512i m = _mm512_set1_epi8(0x0F), v = ml_avx512_load_n(w, n * ML_Q4_BLOCK_BYTES);
+    return ml_avx512_dot4(_mm512_and_si512(v, m), _mm512_and_si512(_mm512_srli_epi16(v, 4), m), xs);
+}
+
+/* One block of 16 rows (g[i]: row i's 16 bytes): register j holds rows j,
+ * 4 + j, 8 + j, 12 + j in its chunks, against the block's x broadcast to
+ * every chunk; returns [sumi of rows 0..15]. */
+ML_INLINE __m512i ml_avx512_dot1x16_q4(const int8_t *const *g, const int8_t *xq) {
+    const __m512i z = _mm512_setzero_si512(), m = _mm512_set1_epi8(0x0F), o = _mm512_set1_epi8(ML_Q4_OFFSET);
+    const __m512i xlo = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)xq));
+    const __m512i xhi = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(xq + ML_Q4_BLOCK_BYTES)));
+    const __m512i corr = _mm512_sub_epi32(z, _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(z, o, xlo), o, xhi));
+    __m512i v[4];
+    ML_UNROLL for (int j = 0; j < 4; j++) {
+        __m512i w = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)g[j]));
+        w = _mm512_inserti32x4(w, _mm_loadu_si128((const __m128i *)g[4 + j]), 1);
+        w = _mm512_inserti32x4(w, _mm_loadu_si128((const __m128i *)g[8 + j]), 2);
+        w = _mm512_inserti32x4(w, _mm_loadu_si128((const __m128i *)g[12 + j]), 3);
+        const __m512i lo = _mm512_and_si512(w, m), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m);
+        v[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(corr, lo, xlo), hi, xhi);
+    }
+    return ml_avx512_quads(v); /* chunk c: rows 4c .. 4c + 3 */
 }
 
 #endif

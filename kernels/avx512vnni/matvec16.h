@@ -1,0 +1,159 @@
+/* 16-row matvec body for the avx512vnni build (Q8_0 and Q4_0): the 16 float
+ * lanes of one accumulator are 16 rows, so no row is ever summed
+ * horizontally on its own.
+ *
+ * Float order (kernels/canon.h rule 5, bit-identical to the scalar twin):
+ * each row (lane) accumulates sequentially over its blocks,
+ *     sum += (float)sumi * (dw * dx),   sumi the exact int32 block dot,
+ * with separate multiplies and adds.
+ *
+ * A step is 4 blocks of every row (avx512_dot.h: Q8_0 128 bytes, Q4_0 64
+ * bytes per row): each row's dot leaves block c's partial sums in 128-bit
+ * chunk c (unsigned weights, no sign handling, the offset removed by the
+ * accumulator's start value). The 16 rows' dots reduce at once by a
+ * transpose-and-add tree (ml_avx512_sums16) to one vector per block whose
+ * lane i is row i's exact sumi. The scales of 16 rows x 16 blocks come from
+ * one 16x16 transpose (rows' scales are strided by nb), multiplied by dx.
+ * Of the last nb % 4 blocks, 3 go as a step with masked loads (zeros in the
+ * missing block); 1 or 2 go one at a time (MV16_DOT1: 2 or 4 rows per
+ * register, a cheaper tree). A group of fewer than 16 rows repeats its last
+ * row in the missing lanes and stores only its own: each row's arithmetic
+ * is the same in every case, so a row's result does not depend on how the
+ * caller split [r0, r1).
+ *
+ * The including .c defines, then includes this file once:
+ *   MV16_NAME                 the kernel
+ *   MV16_WBYTES               weight bytes per block (32 or 16)
+ *   MV16_XPREP(xs, xq, n)     a step's activation state (ml_avx512_x4) from
+ *                             its n <= 4 blocks of int8 activations at xq
+ *   MV16_DOT(w, n, xs)        a row's int32 dot of a step (w: its first block)
+ *   MV16_DOT1(g, xq)          one block of 16 rows (g[i]: row i's block) ->
+ *                             [sumi of rows 0..15]                         */
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/ml_kernels.h"
+#include "kernels/avx512vnni/avx512_dot.h"
+#include "kernels/x86/x86_common.h"
+
+#define MV16_STEP_BYTES (4 * MV16_WBYTES) /* a row's bytes per step */
+
+/* Row i of a group of nr: missing rows repeat the last one. */
+ML_INLINE size_t mv16_row(int i, int nr) { return (size_t)(i < nr ? i : nr - 1); }
+
+/* s[j] = [dw of rows 0..15 at block b0 + j] * dx[b0 + j] for j < n (n <= 16);
+ * s[j] for j >= n is left alone. */
+ML_INLINE void mv16_scales(__m512 *s, const float *wd, size_t nb, int nr, int b0, int n, const float *xd) {
+    const __mmask16 m = (__mmask16)((1u << n) - 1u);
+    __m512i t[16], u[16];
+    ML_UNROLL for (int i = 0; i < 16; i += 2) {
+        const __m512 a = _mm512_maskz_loadu_ps(m, wd + mv16_row(i, nr) * nb + b0);
+        const __m512 b = _mm512_maskz_loadu_ps(m, wd + mv16_row(i + 1, nr) * nb + b0);
+        t[i] = _mm512_castps_si512(_mm512_unpacklo_ps(a, b));
+        t[i + 1] = _mm512_castps_si512(_mm512_unpackhi_ps(a, b));
+    }
+    /* u[4g + e], chunk c: rows 4g..4g+3 of column 4c + e */
+    ML_UNROLL for (int g = 0; g < 4; g++) {
+        const __m512i t0 = t[4 * g], t1 = t[4 * g + 1], t2 = t[4 * g + 2], t3 = t[4 * g + 3];
+        u[4 * g + 0] = _mm512_unpacklo_epi64(t0, t2);
+        u[4 * g + 1] = _mm512_unpackhi_epi64(t0, t2);
+        u[4 * g + 2] = _mm512_unpacklo_epi64(t1, t3);
+        u[4 * g + 3] = _mm512_unpackhi_epi64(t1, t3);
+    }
+    ML_UNROLL for (int e = 0; e < 4; e++) {
+        __m512i o[4];
+        ml_avx512_chunks4x4(o, u[e], u[4 + e], u[8 + e], u[12 + e]);
+        ML_UNROLL for (int c = 0; c < 4; c++) {
+            const int j = 4 * c + e;
+            if (j < n) s[j] = _mm512_mul_ps(_mm512_castsi512_ps(o[c]), _mm512_set1_ps(xd[j]));
+        }
+    }
+}
+
+/* Keep p in a register as computed: the compiler would otherwise hoist the
+ * 16 row addresses out of the loops and spill them. */
+#if defined(__GNUC__) || defined(__clang__)
+#define MV16_OPAQUE(p) __asm__("" : "+r"(p))
+#else
+#define MV16_OPAQUE(p) ((void)0)
+#endif
+
+/* g[i] = a + row i * s: for a full group, 4 bases and s, 2s, 3s. */
+ML_INLINE void mv16_addrs(const int8_t **g, const int8_t *a, size_t s, int nr) {
+    if (nr == 16) {
+        const int8_t *b0 = a, *b1 = a + 4 * s, *b2 = a + 8 * s, *b3 = a + 12 * s;
+        MV16_OPAQUE(b0);
+        MV16_OPAQUE(b1);
+        MV16_OPAQUE(b2);
+        MV16_OPAQUE(b3);
+        const int8_t *bk[4] = {b0, b1, b2, b3};
+        ML_UNROLL for (int i = 0; i < 16; i++) g[i] = bk[i / 4] + (size_t)(i % 4) * s;
+    } else {
+        ML_UNROLL for (int i = 0; i < 16; i++) g[i] = a + mv16_row(i, nr) * s;
+    }
+}
+
+/* One step: n (4 when full) blocks starting at block b of every row; pf:
+ * where the next group's bytes to prefetch start (16 * MV16_STEP_BYTES). */
+ML_INLINE __m512 mv16_step(__m512 acc, const int8_t *wq, size_t wstride, int nr, size_t b, const int8_t *xq,
+                           const __m512 *sc, int n, const int8_t *pf) {
+    ml_avx512_x4 xs;
+    MV16_XPREP(&xs, xq + b * ML_QK, n);
+    const int8_t *g[16];
+    mv16_addrs(g, wq + b * MV16_WBYTES, wstride, nr);
+    __m512i v[16];
+    ML_UNROLL for (int i = 0; i < 16; i++) {
+        ML_UNROLL for (int l = 0; l < MV16_STEP_BYTES / 64; l++)
+            _mm_prefetch((const char *)((uintptr_t)pf + (size_t)(i * MV16_STEP_BYTES + l * 64)), _MM_HINT_T0);
+        v[i] = MV16_DOT(g[i], n, &xs);
+    }
+    __m512i s[4];
+    ml_avx512_sums16(v, s);
+    ML_UNROLL for (int j = 0; j < 4; j++)
+        if (j < n) acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(s[j]), sc[j]));
+    return acc;
+}
+
+/* nr (16, or 1..15 for the last group) consecutive rows starting at y. */
+ML_INLINE void mv16_rows(float *y, const int8_t *wq, size_t wstride, const float *wd, const int8_t *xq,
+                         const float *xd, int nb, int nr) {
+    __m512 acc = _mm512_setzero_ps();
+    /* the next group's bytes, linearly, as many per step as a step reads */
+    uintptr_t pf = (uintptr_t)wq + 16 * wstride;
+    for (int b0 = 0; b0 < nb; b0 += 16) {
+        const int n = nb - b0 < 16 ? nb - b0 : 16;
+        __m512 sc[16];
+        mv16_scales(sc, wd, (size_t)nb, nr, b0, n, xd + b0);
+        int j = 0;
+        for (; j + 4 <= n; j += 4, pf += 16 * MV16_STEP_BYTES)
+            acc = mv16_step(acc, wq, wstride, nr, (size_t)(b0 + j), xq, sc + j, 4, (const int8_t *)pf);
+        if (n - j > 2) {
+            acc = mv16_step(acc, wq, wstride, nr, (size_t)(b0 + j), xq, sc + j, n - j, (const int8_t *)pf);
+        } else {
+            for (; j < n; j++) { /* one or two blocks left: one at a time */
+                const size_t b = (size_t)(b0 + j);
+                const int8_t *g[16];
+                mv16_addrs(g, wq + b * MV16_WBYTES, wstride, nr);
+                ML_UNROLL for (int l = 0; l < 16 * MV16_WBYTES; l += 64)
+                    _mm_prefetch((const char *)(pf + (size_t)l), _MM_HINT_T0);
+                pf += 16 * MV16_WBYTES;
+                acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(MV16_DOT1(g, xq + b * ML_QK)), sc[j]));
+            }
+        }
+    }
+    if (nr == 16)
+        _mm512_storeu_ps(y, acc);
+    else
+        _mm512_mask_storeu_ps(y, (__mmask16)((1u << nr) - 1u), acc);
+}
+
+void MV16_NAME(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
+    const int nb = W->cols / ML_QK;
+    const size_t wstride = (size_t)nb * MV16_WBYTES;
+    int r = r0;
+    for (; r + 16 <= r1; r += 16)
+        mv16_rows(y + r, W->q + (size_t)r * wstride, wstride, W->d + (size_t)r * (size_t)nb, x->q, x->d, nb, 16);
+    if (r < r1)
+        mv16_rows(y + r, W->q + (size_t)r * wstride, wstride, W->d + (size_t)r * (size_t)nb, x->q, x->d, nb, r1 - r);
+}
