@@ -130,6 +130,10 @@ if [ -f "$S260/stories260K.bin" ]; then
         "cmp -s '$tmp/golden.ids' tests/golden/stories260K_q8_0.ids"
     check "golden: the story opens like llama2.c's fp32 run" \
         "grep -q '^Once upon a time, there was a little girl named Lily. She loved to play outside in the park.' '$tmp/golden.txt'"
+    # The logits themselves, bit for bit, on every ISA, compiler and architecture.
+    run -m "$m" -z "$S260/tok512.bin" -i "Once upon a time" -n 64 --temp 0 --logits "$tmp/golden.f32" >/dev/null 2>&1
+    check "golden: stories260K Q8_0 logits of 64 positions hash to tests/golden/stories260K_q8_0.logits64.sha256" \
+        "[ \"\$(sha256sum '$tmp/golden.f32' | cut -d' ' -f1)\" = \"\$(cat tests/golden/stories260K_q8_0.logits64.sha256)\" ]"
     hf=$(convert "$MODELS/stories260K-hf" stories260K-hf q8_0)
     run -m "$hf" -z "$S260/tok512.bin" -i "Once upon a time" -n 128 --temp 0 --ids "$tmp/hf.ids" >/dev/null 2>&1
     check "golden: the HF copy of stories260K generates the same ids" "cmp -s '$tmp/golden.ids' '$tmp/hf.ids'"
