@@ -22,7 +22,6 @@ typedef struct {
  * Like llama2.c, runs `steps` positions and emits the token that follows
  * each (the last one is emitted, never fed); stops early when a sampled
  * token is BOS or EOS (llama2.c-trained models end a story with BOS).
- * Non-finite logits (finite weights that overflow float32) are ML_E_FORMAT.
  * *n_pos: positions run. */
 ml_status ml_generate(ml_model *m, ml_sampler *smp, const int *prompt, int n_prompt, int steps,
                       const ml_gen_callbacks *cb, int *n_pos, ml_err *err);

@@ -90,7 +90,8 @@ ml_status ml_model_open_buffer(ml_model *m, const void *data, size_t size, const
                                const ml_open_opts *opts, ml_err *err);
 void ml_model_close(ml_model *m);
 
-/* One decoding step: token at position pos -> m->s.logits. */
+/* One decoding step: token at position pos -> m->s.logits. Logits that are
+ * not finite (a damaged model whose weights overflow float32) are ML_E_FORMAT. */
 ml_status ml_forward(ml_model *m, int token, int pos, ml_err *err);
 
 #endif

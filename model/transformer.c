@@ -58,5 +58,12 @@ ml_status ml_forward(ml_model *m, int token, int pos, ml_err *err) {
     ml_k_rmsnorm(s->x, s->x, m->w.final_norm, dim, c->norm_eps);
     ml_op_quantize(&s->qa, s->x, dim);
     ml_op_matvec(o, s->logits, &m->w.wcls, &s->qa);
+    /* The final norm or the classifier can overflow too: no caller samples
+     * from, or benchmarks, logits that are not finite. */
+    for (int i = 0; i < c->vocab; i++)
+        if (!isfinite(s->logits[i]))
+            return ml_errf(err, ML_E_FORMAT,
+                           "position %d: logit %d is %g, not finite: the model's weights overflow float32",
+                           pos, i, (double)s->logits[i]);
     return ML_OK;
 }
