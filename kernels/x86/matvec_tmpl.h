@@ -50,8 +50,9 @@
 /* Software prefetch, rows ahead: the same blocks of the row group after
  * next. The weights stream once per token from L3 or DRAM in 4 interleaved
  * row streams; the hardware prefetchers alone left 10-50% of the bandwidth
- * unused here (measured on 32000x288 .. 5632x2048). A prefetch past the
- * matrix end is harmless (prefetches do not fault). */
+ * unused here (measured on 32000x288 .. 5632x2048). The scales of those
+ * rows likewise, one line per 16 blocks: TinyLlama decode +5-20% (avx2).
+ * A prefetch past the matrix end is harmless (prefetches do not fault). */
 #define MV_PF_ROWS 8
 
 /* The address is formed as an integer: past the end it is never a C pointer. */
@@ -80,15 +81,17 @@ ML_INLINE void mv_rows(float *y, const int8_t *wq, size_t wstride, const float *
                        const float *xd, int nb, int nr) {
     /* rows past nr repeat row 0: their lanes are computed and ignored */
     const size_t ws = nr == 4 ? wstride : 0, ds = nr == 4 ? (size_t)nb : 0;
-    const size_t pf = MV_PF_ROWS * wstride;
+    const size_t pf = MV_PF_ROWS * wstride, pfd = MV_PF_ROWS * (size_t)nb * sizeof(float);
     __m128 acc = _mm_setzero_ps();
     int b = 0;
     for (; b + 4 <= nb; b += 4) { /* groups of 4 blocks: MV_STEP blocks per step */
         __m128 s[4];
         mv_scales4(s, wd + b, ds, xd + b);
-        ML_UNROLL for (int i = 0; i < 4; i++)
+        ML_UNROLL for (int i = 0; i < 4; i++) {
             ML_UNROLL for (int l = 0; l < 4 * MV_WBYTES; l += 64)
                 mv_prefetch(wq + (size_t)i * ws + (size_t)b * MV_WBYTES + l, pf);
+            if ((b & 15) == 0) mv_prefetch((const int8_t *)(wd + (size_t)i * ds + (size_t)b), pfd);
+        }
         ML_UNROLL for (int k = 0; k < 4 / MV_STEP; k++) {
             const int bk = b + k * MV_STEP;
             MV_XT xs;
