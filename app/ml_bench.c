@@ -16,6 +16,7 @@
 #include "app/cli.h"
 #include "app/exit_codes.h"
 #include "config/ml_config.h"
+#include "core/threads.h"
 #include "model/mlb.h"
 #include "model/model.h"
 #include "model/sampler.h"
@@ -28,7 +29,7 @@ typedef struct {
     const char *model_path, *shape;  /* shape: a name or "all" */
     int wtypes[2], n_wtypes;
     int threads[8], n_threads;
-    int tokens, reps, kernels, model, use_mmap;
+    int tokens, reps, kernels, model, use_mmap, bw;
 } options;
 
 /* ---- statistics ---------------------------------------------------------- */
@@ -180,6 +181,51 @@ static void bench_vectors(const options *o, uint64_t *rng) {
         }
 }
 
+/* ---- read bandwidth ------------------------------------------------------ */
+
+/* The bound of a model that does not fit in cache: nth threads each read
+ * their slice of a buffer far larger than any cache, one 8-byte word per
+ * 64-byte line. Every line still crosses the memory bus whole, and the loop
+ * does almost nothing else, so the figure is the memory system's, the same
+ * for every ISA build. Measured next to each model figure (--bw), so the
+ * ratio of the two comes from one run on a shared, noisy machine. */
+#define BW_BYTES ((size_t)1 << 30)
+
+typedef struct { const uint64_t *buf; size_t lines; uint64_t sink[256]; } bw_task;
+
+static void bw_run(void *ctx, int ith, int nth) {
+    bw_task *t = ctx;
+    size_t l0 = t->lines * (size_t)ith / (size_t)nth, l1 = t->lines * (size_t)(ith + 1) / (size_t)nth;
+    uint64_t a = 0, b = 0, c = 0, d = 0; /* 4 chains: the loads never wait on an add */
+    size_t l = l0;
+    for (; l + 4 <= l1; l += 4) a += t->buf[8 * l], b += t->buf[8 * l + 8], c += t->buf[8 * l + 16], d += t->buf[8 * l + 24];
+    for (; l < l1; l++) a += t->buf[8 * l];
+    t->sink[ith] = a + b + c + d;
+}
+
+static uint64_t *bw_buf; /* BW_BYTES, allocated by ml_main with --bw */
+
+/* The best GB/s of reps passes over the buffer with nth threads, after one
+ * warm-up pass (the bound is what the memory can deliver; the median goes
+ * to *med); 0 if the buffer or the pool cannot be had. */
+static double read_bandwidth(const options *o, int nth, double *med) {
+    ml_pool *pool;
+    ml_err err;
+    if (!bw_buf || ml_pool_create(&pool, nth, &err)) return 0;
+    bw_task t = {bw_buf, BW_BYTES / 64, {0}};
+    double v[64];
+    ml_pool_run(pool, bw_run, &t);
+    for (int r = 0; r < o->reps; r++) {
+        double t0 = ml_cli_now();
+        ml_pool_run(pool, bw_run, &t);
+        v[r] = (double)BW_BYTES / (ml_cli_now() - t0) / 1e9;
+    }
+    ml_pool_destroy(pool);
+    stats st = summarize(v, o->reps);
+    *med = st.med;
+    return st.hi;
+}
+
 /* ---- model decode ---------------------------------------------------------- */
 
 /* Bytes of a .mlb of this shape, and its image in memory with random weights. */
@@ -286,6 +332,14 @@ static int bench_model(const options *o, const char *label, const void *data, si
     printf("  %-12s %s  %dT  %8.1f tok/s  %7.3f ms/token  %6.1f GB/s  RSS %6.1f MiB  (%.1f-%.1f tok/s; weights %s)\n",
            label, tn, nth, tps, 1e3 / tps, per_tok * tps / 1e9, resident_kib() / 1024.0,
            tokens / st.hi, tokens / st.lo, ml_file_kind_name(m.file.kind));
+    if (o->bw) {
+        double med, bw = read_bandwidth(o, nth, &med);
+        if (bw > 0)
+            printf("  %-12s %s  %dT  %5.1f%% of the read bandwidth measured next: %.1f GB/s (median %.1f)\n", label,
+                   tn, nth, 100.0 * per_tok * tps / 1e9 / bw, bw, med);
+        else
+            printf("  %-12s read bandwidth not measured: no memory for its 1 GiB buffer\n", label);
+    }
     printf("#row model %s %s_%s_%dT %.2f\n", ML_ISA_NAME, label, tn, nth, tps);
     fflush(stdout);
     ml_model_close(&m);
@@ -306,6 +360,8 @@ static void usage(FILE *f) {
             "  --reps N         runs per figure, median reported (default 5)\n"
             "  --kernels-only / --model-only\n"
             "  --no-mmap        with -m: read the file into memory\n"
+            "  --bw             after each model figure, the memory read bandwidth with as\n"
+            "                   many threads (1 GiB buffer) and the figure's share of it\n"
             "build: %s\n",
             ML_ISA_NAME);
 }
@@ -327,6 +383,11 @@ static int parse(int argc, char **argv, options *o) {
         if (!strcmp(a, "--kernels-only")) { o->model = 0; continue; }
         if (!strcmp(a, "--model-only")) { o->kernels = 0; continue; }
         if (!strcmp(a, "--no-mmap")) { o->use_mmap = 0; continue; }
+        if (!strcmp(a, "--bw")) { o->bw = 1; continue; }
+        static const char *const valued[] = {"--shape", "-m", "--wtype", "-t", "--tokens", "--reps"};
+        int known = 0;
+        for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(a, valued[k]);
+        if (!known) return bad("unknown option", a);
         if (i + 1 >= argc) return bad("option needs a value", a);
         const char *v = argv[++i];
         if (!strcmp(a, "--shape")) {
@@ -355,11 +416,35 @@ static int parse(int argc, char **argv, options *o) {
         } else if (!strcmp(a, "--reps")) {
             if (!ml_cli_int(v, 1, 64, &n)) return bad("--reps: expected 1..64", v);
             o->reps = (int)n;
-        } else {
-            return bad("unknown option", a);
         }
     }
     return -1;
+}
+
+/* Every selected model at every thread count. */
+static int run_models(const options *o, uint64_t *rng) {
+    int rc;
+    if (o->model_path) {
+        for (int t = 0; t < o->n_threads; t++)
+            if ((rc = bench_model(o, o->model_path, NULL, 0, o->threads[t]))) return rc;
+        return ML_EXIT_OK;
+    }
+    for (int k = 0; k < ML_BENCH_N_SHAPES; k++) {
+        const ml_bench_shape *s = &ml_bench_shapes[k];
+        if (strcmp(o->shape, "all") && strcmp(o->shape, s->name)) continue;
+        for (int w = 0; w < o->n_wtypes; w++) {
+            image img = build_image(s, o->wtypes[w], rng);
+            if (!img.data) {
+                fprintf(stderr, "ml_bench: out of memory building %s\n", s->name);
+                return ML_EXIT_FAIL;
+            }
+            rc = ML_EXIT_OK;
+            for (int t = 0; t < o->n_threads && !rc; t++) rc = bench_model(o, s->name, img.data, img.size, o->threads[t]);
+            free(img.data);
+            if (rc) return rc;
+        }
+    }
+    return ML_EXIT_OK;
 }
 
 int ml_main(int argc, char **argv) {
@@ -375,25 +460,8 @@ int ml_main(int argc, char **argv) {
     }
     if (!o.model) return ML_EXIT_OK;
     printf("model decode, %d tokens from position 0:\n", o.tokens);
-    if (o.model_path) {
-        for (int t = 0; t < o.n_threads; t++)
-            if ((rc = bench_model(&o, o.model_path, NULL, 0, o.threads[t]))) return rc;
-        return ML_EXIT_OK;
-    }
-    for (int k = 0; k < ML_BENCH_N_SHAPES; k++) {
-        const ml_bench_shape *s = &ml_bench_shapes[k];
-        if (strcmp(o.shape, "all") && strcmp(o.shape, s->name)) continue;
-        for (int w = 0; w < o.n_wtypes; w++) {
-            image img = build_image(s, o.wtypes[w], &rng);
-            if (!img.data) {
-                fprintf(stderr, "ml_bench: out of memory building %s\n", s->name);
-                return ML_EXIT_FAIL;
-            }
-            for (int t = 0; t < o.n_threads; t++)
-                if ((rc = bench_model(&o, s->name, img.data, img.size, o.threads[t]))) break;
-            free(img.data);
-            if (rc) return rc;
-        }
-    }
-    return ML_EXIT_OK;
+    if (o.bw && (bw_buf = big_alloc(BW_BYTES)) != NULL) memset(bw_buf, 1, BW_BYTES); /* pages in before timing */
+    rc = run_models(&o, &rng);
+    free(bw_buf);
+    return rc;
 }

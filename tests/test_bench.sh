@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# ml_bench (DESIGN §7) as a user runs it: kernel and model figures in the
+# documented format, every option value checked (exit 2 and the option's
+# name for a bad one), a .mlb given with -m, --bw's share of the read
+# bandwidth, and -t N refused by a THREADS=1 build. Speed is never asserted:
+# only that each figure is a positive number.
+# env: BUILD (default build/scalar), PYTHON, RUNNER (e.g. valgrind or qemu)
+set -u
+cd "$(dirname "$0")/.."
+: "${BUILD:=build/scalar}" "${PYTHON:=python3}" "${RUNNER:=}"
+P=0 F=0 S=0
+ok()   { P=$((P + 1)); echo "ok - $1"; }
+bad()  { F=$((F + 1)); echo "FAIL - $1"; }
+skip() { S=$((S + 1)); echo "SKIP - $1"; }
+finish() { echo "#summary passed=$P failed=$F skipped=$S"; exit 0; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+BIN=$BUILD/ml_bench
+if [ ! -x "$BIN" ]; then bad "$BIN not built"; finish; fi
+
+# shellcheck disable=SC2086
+run() { timeout 600 $RUNNER "$BIN" "$@" >"$tmp/out" 2>"$tmp/err"; }
+
+# expect WHAT RC TEXT ARGS...: exit code RC and stderr containing TEXT.
+expect() {
+    local what=$1 want=$2 text=$3; shift 3
+    run "$@"
+    local rc=$?
+    if [ "$rc" -ne "$want" ]; then
+        bad "$what: exit $rc, expected $want; stderr: $(head -c 300 "$tmp/err" | tr '\n' ' ')"
+    elif ! grep -qF -- "$text" "$tmp/err"; then
+        bad "$what: stderr lacks '$text': $(head -c 300 "$tmp/err" | tr '\n' ' ')"
+    else
+        ok "$what"
+    fi
+}
+
+# ---- bad command lines: exit 2, naming the option ---------------------------
+expect "unknown option" 2 "unknown option" --frobnicate
+expect "option without its value" 2 "option needs a value" --shape
+expect "--shape unknown" 2 "--shape: expected" --shape stories42M
+expect "--wtype unknown" 2 "--wtype: expected" --wtype q3_k
+expect "-t 0" 2 "-t: expected" -t 0
+expect "-t not a list" 2 "-t: expected" -t 1,,x
+expect "-t nine counts" 2 "-t: expected" -t 1,1,1,1,1,1,1,1,1
+expect "--tokens 0" 2 "--tokens: expected" --tokens 0
+expect "--reps 65" 2 "--reps: expected" --reps 65
+expect "--reps not a number" 2 "--reps: expected" --reps 3x
+expect "-m missing file" 1 "no_such.mlb" --model-only -m "$tmp/no_such.mlb"
+
+run --help
+if [ $? -eq 0 ] && grep -q -- "--bw" "$tmp/out" && grep -q "^build: " "$tmp/out"; then ok "--help lists the options and the build"
+else bad "--help: $(head -c 200 "$tmp/out")"; fi
+
+# ---- kernels: one line per matrix shape, positive GB/s ---------------------
+run --kernels-only --shape stories15M --wtype q4_0 --reps 1
+n=$(grep -cE '^  matvec_q4_0 stories15M +[a-z0-9/]+ +[0-9]+x[0-9]+ +[0-9.]+ us +[0-9.]*[1-9][0-9.]* GB/s' "$tmp/out")
+if [ "$n" -eq 4 ] && grep -q '^  softmax ' "$tmp/out" && ! grep -q 'model decode' "$tmp/out"; then
+    ok "--kernels-only: the 4 stories15M matvec shapes and the float kernels"
+else
+    bad "--kernels-only: $n matvec lines; $(head -c 400 "$tmp/out")"
+fi
+
+# model_line FILE LABEL TYPE THREADS: the decode line of that run has a
+# positive tok/s and the #row line for tools/bench_all.sh matches it.
+model_line() {
+    local f=$1 label=$2 t=$3 n=$4
+    grep -qE "^  $label +$t +${n}T +[0-9.]*[1-9][0-9.]* tok/s +[0-9.]+ ms/token +[0-9.]+ GB/s +RSS" "$f" &&
+        grep -qE "^#row model [a-z0-9_]+ ${label}_${t}_${n}T [0-9.]*[1-9]" "$f"
+}
+
+# ---- model decode at a named shape ----------------------------------------
+run --model-only --shape stories15M --wtype q8_0 --tokens 2 --reps 1
+if [ $? -eq 0 ] && model_line "$tmp/out" stories15M q8_0 1 && ! grep -q '^  matvec' "$tmp/out"; then
+    ok "--model-only --shape stories15M: decode figures and a #row line"
+else
+    bad "--model-only: $(head -c 400 "$tmp/out") $(head -c 200 "$tmp/err")"
+fi
+
+# ---- threads: -t 2 needs THREADS=pthread ------------------------------------
+if [[ $BUILD == *pthread* ]]; then
+    run --model-only --shape stories15M --wtype q4_0 --tokens 2 --reps 1 -t 1,2
+    if [ $? -eq 0 ] && model_line "$tmp/out" stories15M q4_0 1 && model_line "$tmp/out" stories15M q4_0 2; then
+        ok "-t 1,2: one line per thread count"
+    else
+        bad "-t 1,2: $(head -c 400 "$tmp/out") $(head -c 200 "$tmp/err")"
+    fi
+else
+    expect "-t 2 on a THREADS=1 build" 1 "THREADS=1" --model-only --tokens 2 --reps 1 -t 2
+fi
+
+# ---- --bw: the read bandwidth after each model figure, and the share -------
+# 1 GiB is read per pass: native runs only (qemu and valgrind would take
+# minutes, and a 32-bit process may not get the buffer at all).
+if [ -n "$RUNNER" ]; then
+    skip "--bw: reads 1 GiB per pass, not run under '$RUNNER'"
+else
+    run --model-only --shape stories15M --wtype q4_0 --tokens 2 --reps 2 --bw
+    if [ $? -eq 0 ] && model_line "$tmp/out" stories15M q4_0 1 &&
+        grep -qE '^  stories15M +q4_0 +1T +[0-9.]*[1-9][0-9.]*% of the read bandwidth measured next: [0-9.]*[1-9][0-9.]* GB/s \(median [0-9.]+\)' "$tmp/out"; then
+        ok "--bw: the read bandwidth and the model's share of it"
+    else
+        bad "--bw: $(head -c 500 "$tmp/out") $(head -c 200 "$tmp/err")"
+    fi
+fi
+
+# ---- -m: a .mlb from the converter's random generator ----------------------
+if [ -z "$PYTHON" ] || ! "$PYTHON" -c 'import numpy' 2>/dev/null; then
+    skip "-m FILE: no python3 with numpy to make a test model"
+elif ! "$PYTHON" tools/gen_random.py --vocab 96 --max-seq 32 --wtype q4_0 "$tmp/r.mlb" >"$tmp/gen" 2>&1; then
+    bad "gen_random.py failed: $(head -c 300 "$tmp/gen")"
+else
+    # 40 tokens asked, the context is 32: decode stops at the context
+    for mm in "mapped" "read into memory"; do
+        if [ "$mm" = mapped ]; then run --model-only -m "$tmp/r.mlb" --tokens 40 --reps 1
+        else run --model-only -m "$tmp/r.mlb" --tokens 40 --reps 1 --no-mmap; fi
+        if [ $? -eq 0 ] && model_line "$tmp/out" "$tmp/r.mlb" q4_0 1 && grep -q "; weights $mm)" "$tmp/out"; then
+            ok "-m FILE, weights $mm"
+        else
+            bad "-m FILE, weights $mm: $(head -c 400 "$tmp/out") $(head -c 200 "$tmp/err")"
+        fi
+    done
+    head -c 1000 "$tmp/r.mlb" >"$tmp/cut.mlb"
+    expect "-m truncated file" 1 "cut.mlb" --model-only -m "$tmp/cut.mlb"
+fi
+
+finish
