@@ -28,7 +28,8 @@
  *                             its n <= 4 blocks of int8 activations at xq
  *   MV16_DOT(w, n, xs)        a row's int32 dot of a step (w: its first block)
  *   MV16_DOT1(g, xq)          one block of 16 rows (g[i]: row i's block) ->
- *                             [sumi of rows 0..15]                         */
+ *                             [sumi of rows 0..15]
+ *   MV16_PF_ROWS              how many rows ahead the prefetches run       */
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -95,8 +96,8 @@ ML_INLINE void mv16_addrs(const int8_t **g, const int8_t *a, size_t s, int nr) {
 }
 
 /* One step: n (4 when full) blocks starting at block b of every row; pf:
- * where the next group's bytes to prefetch start (16 * MV16_STEP_BYTES),
- * pfd: where its scales do (n lines: 16 rows x 4 bytes is a line a block). */
+ * where the bytes to prefetch start (16 * MV16_STEP_BYTES of them), pfd:
+ * where their scales do (n lines: 16 rows x 4 bytes is a line a block). */
 ML_INLINE __m512 mv16_step(__m512 acc, const int8_t *wq, size_t wstride, int nr, size_t b, const int8_t *xq,
                            const __m512 *sc, int n, const int8_t *pf, uintptr_t pfd) {
     ML_UNROLL for (int l = 0; l < 4; l++)
@@ -122,12 +123,12 @@ ML_INLINE __m512 mv16_step(__m512 acc, const int8_t *wq, size_t wstride, int nr,
 ML_INLINE void mv16_rows(float *y, const int8_t *wq, size_t wstride, const float *wd, const int8_t *xq,
                          const float *xd, int nb, int nr) {
     __m512 acc = _mm512_setzero_ps();
-    /* The next group's bytes and scales, linearly, as many per step as a
-     * step reads. Without the scales, each 16-block round of mv16_scales
+    /* The bytes and scales MV16_PF_ROWS rows ahead, linearly, as many per
+     * step as a step reads. Without the scales, each 16-block round of mv16_scales
      * stalled on 16 DRAM misses: TinyLlama Q4_0 at 2 threads streamed 20.4
      * GB/s instead of 24 (the scales are 20% of Q4_0's bytes). */
-    uintptr_t pf = (uintptr_t)wq + 16 * wstride;
-    uintptr_t pfd = (uintptr_t)(wd + 16 * (size_t)nb);
+    uintptr_t pf = (uintptr_t)wq + MV16_PF_ROWS * wstride;
+    uintptr_t pfd = (uintptr_t)(wd + MV16_PF_ROWS * (size_t)nb);
     for (int b0 = 0; b0 < nb; b0 += 16) {
         const int n = nb - b0 < 16 ? nb - b0 : 16;
         __m512 sc[16];

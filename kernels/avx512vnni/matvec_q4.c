@@ -7,4 +7,7 @@
 #define MV16_XPREP ml_avx512_xprep_q4
 #define MV16_DOT ml_avx512_dot_q4
 #define MV16_DOT1 ml_avx512_dot1x16_q4
+/* Prefetch the next group (16 KiB of quants at dim 2048); half a group
+ * ahead was 2-10% slower on TinyLlama decode. */
+#define MV16_PF_ROWS 16
 #include "kernels/avx512vnni/matvec16.h"
