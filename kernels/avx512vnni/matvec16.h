@@ -124,11 +124,13 @@ ML_INLINE void mv16_rows(float *y, const int8_t *wq, size_t wstride, const float
                          const float *xd, int nb, int nr) {
     __m512 acc = _mm512_setzero_ps();
     /* The bytes and scales MV16_PF_ROWS rows ahead, linearly, as many per
-     * step as a step reads. Without the scales, each 16-block round of mv16_scales
-     * stalled on 16 DRAM misses: TinyLlama Q4_0 at 2 threads streamed 20.4
-     * GB/s instead of 24 (the scales are 20% of Q4_0's bytes). */
+     * step as a step reads. Without the scales, each 16-block round of
+     * mv16_scales stalled on 16 DRAM misses: TinyLlama Q4_0 at 2 threads
+     * streamed 20.4 GB/s instead of 24 (the scales are 20% of Q4_0's bytes).
+     * The addresses are integers: past the matrix end they are never C
+     * pointers, and prefetches do not fault. */
     uintptr_t pf = (uintptr_t)wq + MV16_PF_ROWS * wstride;
-    uintptr_t pfd = (uintptr_t)(wd + MV16_PF_ROWS * (size_t)nb);
+    uintptr_t pfd = (uintptr_t)wd + MV16_PF_ROWS * (size_t)nb * sizeof(float);
     for (int b0 = 0; b0 < nb; b0 += 16) {
         const int n = nb - b0 < 16 ? nb - b0 : 16;
         __m512 sc[16];
