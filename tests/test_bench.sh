@@ -8,11 +8,7 @@
 set -u
 cd "$(dirname "$0")/.."
 : "${BUILD:=build/scalar}" "${PYTHON:=python3}" "${RUNNER:=}"
-P=0 F=0 S=0
-ok()   { P=$((P + 1)); echo "ok - $1"; }
-bad()  { F=$((F + 1)); echo "FAIL - $1"; }
-skip() { S=$((S + 1)); echo "SKIP - $1"; }
-finish() { echo "#summary passed=$P failed=$F skipped=$S"; exit 0; }
+. tests/sh_lib.sh
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

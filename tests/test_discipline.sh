@@ -15,10 +15,7 @@
 set -u
 cd "$(dirname "$0")/.."
 : "${BUILD:=build/scalar}"
-P=0 F=0 S=0
-ok()   { P=$((P + 1)); echo "ok - $1"; }
-bad()  { F=$((F + 1)); echo "FAIL - $1"; }
-skip() { S=$((S + 1)); echo "SKIP - $1"; }
+. tests/sh_lib.sh
 
 # The load-time allocations: arena, read fallback, thread pool, tokenizer.
 ALLOC_ALLOWED="
@@ -145,4 +142,4 @@ got=$( { uses "$tmpd/probe.c" "$PRINT_RE" "$STREAM_RE"; uses "$tmpd/probe.c" "$A
 want="7:loud:fprintf 7:loud:stderr 10:grab:malloc "
 if [ "$got" = "$want" ]; then ok "the scanner skips comments, strings and attributes and names the function"; else bad "scanner self-test: got '$got', want '$want'"; fi
 
-echo "#summary passed=$P failed=$F skipped=$S"
+finish

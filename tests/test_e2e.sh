@@ -8,12 +8,8 @@ set -u
 cd "$(dirname "$0")/.."
 : "${BUILD:=build/scalar}" "${ISA:=scalar}" "${PYTHON:=python3}" "${MODELS:=../shared/models}"
 : "${RUNNER:=}" "${MAKE_ARGS:=}"
-P=0 F=0 S=0
-ok()   { P=$((P + 1)); echo "ok - $1"; }
-bad()  { F=$((F + 1)); echo "FAIL - $1"; }
-skip() { S=$((S + 1)); echo "SKIP - $1"; }
+. tests/sh_lib.sh
 check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
-finish() { echo "#summary passed=$P failed=$F skipped=$S"; [ "$F" -eq 0 ]; exit; }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -9,11 +9,7 @@
 # env: ML_SKIP_GUARD=1 (test_all.sh runs this once, not per build), ML_JOBS
 set -u
 cd "$(dirname "$0")/.." || exit 1
-P=0 F=0 S=0
-ok()   { P=$((P + 1)); echo "ok - $1"; }
-bad()  { F=$((F + 1)); echo "FAIL - $1"; }
-skip() { S=$((S + 1)); echo "SKIP - $1"; }
-finish() { echo "#summary passed=$P failed=$F skipped=$S"; [ "$F" -eq 0 ]; exit; }
+. tests/sh_lib.sh
 
 if [ "${ML_SKIP_GUARD:-0}" = 1 ]; then
     skip "guard: test_guard.sh runs once in make test-all, not per build"
