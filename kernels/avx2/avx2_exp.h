@@ -5,8 +5,7 @@
 
 #include <immintrin.h>
 
-#include "kernels/x86/exp_tmpl.h"
-
+#define EXP_NAME ml_avx2_exp
 #define VF __m256
 #define VI __m256i
 #define F_SET1 _mm256_set1_ps
@@ -22,21 +21,6 @@
 #define I_SUB _mm256_sub_epi32
 #define I_SRAI _mm256_srai_epi32
 #define I_SLLI _mm256_slli_epi32
-ML_X86_EXP_DEFINE(ml_avx2_exp)
-#undef VF
-#undef VI
-#undef F_SET1
-#undef F_ADD
-#undef F_SUB
-#undef F_MUL
-#undef F_MIN
-#undef F_MAX
-#undef F_CVTT
-#undef F_FROM_I
-#undef I_SET1
-#undef I_ADD
-#undef I_SUB
-#undef I_SRAI
-#undef I_SLLI
+#include "kernels/x86/exp_tmpl.h"
 
 #endif

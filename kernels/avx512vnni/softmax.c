@@ -1,5 +1,5 @@
 /* In-place softmax, AVX-512, in the canonical order (kernels/canon.h): the
- * canonical exp 16 wide (avx512_exp.h; avx2's for a last group of 8), the sum
+ * canonical exp 16 wide (avx512_exp.h, masked for the last group), the sum
  * over 8 lanes (each 16 exps add their low then high half, which is lane j's
  * element order), then the n % 8 tail one by one, an IEEE division per
  * element: bit-identical to the scalar twin. */
@@ -7,7 +7,6 @@
 #include <math.h>
 
 #include "config/ml_kernels.h"
-#include "kernels/avx2/avx2_exp.h"
 #include "kernels/avx2/avx2_vec.h"
 #include "kernels/avx512vnni/avx512_exp.h"
 #include "kernels/avx512vnni/avx512_vec.h"

@@ -5,8 +5,7 @@
 
 #include <emmintrin.h>
 
-#include "kernels/x86/exp_tmpl.h"
-
+#define EXP_NAME ml_sse2_exp
 #define VF __m128
 #define VI __m128i
 #define F_SET1 _mm_set1_ps
@@ -22,21 +21,6 @@
 #define I_SUB _mm_sub_epi32
 #define I_SRAI _mm_srai_epi32
 #define I_SLLI _mm_slli_epi32
-ML_X86_EXP_DEFINE(ml_sse2_exp)
-#undef VF
-#undef VI
-#undef F_SET1
-#undef F_ADD
-#undef F_SUB
-#undef F_MUL
-#undef F_MIN
-#undef F_MAX
-#undef F_CVTT
-#undef F_FROM_I
-#undef I_SET1
-#undef I_ADD
-#undef I_SUB
-#undef I_SRAI
-#undef I_SLLI
+#include "kernels/x86/exp_tmpl.h"
 
 #endif
