@@ -454,7 +454,7 @@ def test_synthetic_blocks(rep, tmp):
             d, q = m.scales("tok_emb")[:, 0], m.q_values("tok_emb")
             g.check(d[0] == 0 and not q[0].any(), f"zero block: d {d[0]}, q {q[0][:4]}")
             if wt == Q8:
-                g.check(d[1] == np.float32(3) / 127 and q[1, 5] == -127, f"row1: d {d[1]} q {q[1, 5]}")
+                g.check(d[1] == np.float32(3) / np.float32(127) and q[1, 5] == -127, f"row1: d {d[1]} q {q[1, 5]}")
                 g.check(q[2, 0] == 127 and q[2, 1] == -127, f"row2: {q[2, :2]}")
             else:
                 g.check(d[1] == np.float32(0.375) and q[1, 5] == -8, f"row1: d {d[1]} q {q[1, 5]}")

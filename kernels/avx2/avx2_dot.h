@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "core/quant.h"
-#include "kernels/x86/x86_common.h"
+#include "kernels/kernel_util.h"
 
 typedef struct {
     __m256i x; /* the block's 32 activations */

@@ -6,7 +6,7 @@
 #include <immintrin.h>
 
 #include "kernels/sse2/sse2_vec.h"
-#include "kernels/x86/x86_common.h"
+#include "kernels/kernel_util.h"
 
 /* Also the canonical 8-lane fold of kernels/canon.h (lane j in lane j). */
 ML_INLINE float ml_avx2_hsum(__m256 v) {

@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "core/quant.h"
-#include "kernels/x86/x86_common.h"
+#include "kernels/kernel_util.h"
 
 /* Per 128-bit chunk c: [sum v0.c, sum v1.c, sum v2.c, sum v3.c]. */
 ML_INLINE __m512i ml_avx512_quads(const __m512i *v) {

@@ -9,7 +9,7 @@
 #include <immintrin.h>
 
 #include "kernels/canon.h"
-#include "kernels/x86/x86_common.h"
+#include "kernels/kernel_util.h"
 
 ML_INLINE __m512 ml_avx512_exp(__m512 x) {
     x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(ML_EXP_X_MIN)), _mm512_set1_ps(ML_EXP_X_MAX));

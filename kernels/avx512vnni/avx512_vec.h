@@ -4,7 +4,7 @@
 
 #include <immintrin.h>
 
-#include "kernels/x86/x86_common.h"
+#include "kernels/kernel_util.h"
 
 /* Lane mask for the first n (< 16) floats. */
 ML_INLINE __mmask16 ml_avx512_tail(int n) { return (__mmask16)((1u << n) - 1u); }

@@ -36,7 +36,7 @@
 
 #include "config/ml_kernels.h"
 #include "kernels/avx512vnni/avx512_dot.h"
-#include "kernels/x86/x86_common.h"
+#include "kernels/kernel_util.h"
 
 #define MV16_STEP_BYTES (4 * MV16_WBYTES) /* a row's bytes per step */
 

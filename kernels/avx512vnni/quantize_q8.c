@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 #include "config/ml_kernels.h"
-#include "kernels/x86/x86_common.h"
+#include "kernels/kernel_util.h"
 
 void ml_k_quantize_q8_avx512vnni(ml_qact *out, const float *x, int k) {
     const __m512i sign = _mm512_set1_epi32((int)0x80000000u), half = _mm512_castps_si512(_mm512_set1_ps(0.5f));

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "core/quant.h"
-#include "kernels/x86/x86_common.h"
+#include "kernels/kernel_util.h"
 
 /* Activations x[0..15] and x[16..31] split into even and odd elements, as
  * int16 lanes (lane k: element 2k or 2k+1 of that half). */

@@ -5,7 +5,7 @@
 
 #include <emmintrin.h>
 
-#include "kernels/x86/x86_common.h"
+#include "kernels/kernel_util.h"
 
 ML_INLINE float ml_sse2_hsum(__m128 v) {
     v = _mm_add_ps(v, _mm_movehl_ps(v, v));

@@ -13,7 +13,7 @@
 #include <tmmintrin.h>
 
 #include "core/quant.h"
-#include "kernels/x86/x86_common.h"
+#include "kernels/kernel_util.h"
 
 typedef struct {
     __m128i x0, x1; /* x[0..15], x[16..31] */

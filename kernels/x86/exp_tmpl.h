@@ -8,7 +8,7 @@
  * F_FROM_I (bit cast), I_SET1, I_ADD, I_SUB, I_SRAI, I_SLLI. All of them
  * are undefined again at the end. */
 #include "kernels/canon.h"
-#include "kernels/x86/x86_common.h"
+#include "kernels/kernel_util.h"
 
 ML_INLINE VF EXP_NAME(VF x) {
     x = F_MIN(F_MAX(x, F_SET1(ML_EXP_X_MIN)), F_SET1(ML_EXP_X_MAX));

@@ -5,7 +5,7 @@
  * then includes this file once. SSE2 only. */
 #include <emmintrin.h>
 
-#include "kernels/x86/x86_common.h"
+#include "kernels/kernel_util.h"
 
 /* [sum v[0], sum v[1], sum v[2], sum v[3]]: transpose-and-add */
 ML_INLINE __m128i ml_mv128_reduce4(const __m128i *v) {

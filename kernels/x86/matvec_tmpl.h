@@ -45,7 +45,7 @@
 #include <xmmintrin.h>
 
 #include "config/ml_kernels.h"
-#include "kernels/x86/x86_common.h"
+#include "kernels/kernel_util.h"
 
 /* Software prefetch, rows ahead: the same blocks of the row group after
  * next. The weights stream once per token from L3 or DRAM in 4 interleaved

@@ -7,7 +7,7 @@
 
 #include <immintrin.h>
 
-#include "kernels/x86/x86_common.h"
+#include "kernels/kernel_util.h"
 
 /* Within each 128-bit half: [sum v0, sum v1, sum v2, sum v3] of that half. */
 ML_INLINE __m256i ml_mv256_quads(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {

@@ -1,7 +1,7 @@
-/* Helpers shared by the x86 kernel folders (sse2 .. avx512vnni). Headers
- * only: the Makefile compiles every .c of a chain folder, never this one. */
-#ifndef ML_X86_COMMON_H
-#define ML_X86_COMMON_H
+/* Helpers shared by every kernel folder (x86 and ARM alike). Header
+ * only: the Makefile compiles the .c files of chain folders, never this one. */
+#ifndef ML_KERNEL_UTIL_H
+#define ML_KERNEL_UTIL_H
 
 /* Small per-ISA helpers must inline into the loops that call them, or each
  * 16-byte block costs a call and spills every vector argument. */
