@@ -1,6 +1,15 @@
 # legacy-ml — `make help` lists the targets.
 #   make ISA=<isa> [THREADS=1|pthread] [ASM=0|1] [CROSS=<prefix>] [DEBUG=0|1] [ML_NO_MMAP=1] [SAN=1]
 
+# `make run` without ISA (or with ISA=auto) picks the best build this CPU
+# runs; everything else defaults to scalar, which is also auto's probe.
+RUN_ISA  := $(or $(ISA),auto)
+ifeq ($(ISA),auto)
+ifneq ($(MAKECMDGOALS),run)
+$(error ISA=auto is for `make run` only; other targets need one (make help))
+endif
+override ISA := scalar
+endif
 ISA      ?= scalar
 THREADS  ?= 1
 ASM      ?= 0
@@ -87,7 +96,8 @@ all: $(PROGS) $(TESTS)
 help:
 	@echo "legacy-ml targets:"
 	@echo "  make [ISA=...]         build ml_run, ml_bench and the tests into build/<isa>/"
-	@echo "  make run               build, convert the default model, generate a story"
+	@echo "  make run               generate a story with models/stories260K on the best"
+	@echo "                         build for this CPU (ISA=auto; ISA=x forces a build)"
 	@echo "  make test              every ISA this machine can build and run (or emulate),"
 	@echo "                         every test, one result matrix (= make test-all; CI runs it)"
 	@echo "  make check [ISA=...]   the tests of one build only"
@@ -95,7 +105,7 @@ help:
 	@echo "  make bench-all         every runnable x86 build side by side (BENCH_ARGS=...)"
 	@echo "  make fuzz              libFuzzer targets (clang, ASan+UBSan) into build/fuzz/; see fuzz/README.md"
 	@echo "  make clean             remove build/"
-	@echo "options: ISA=$(ISAS)"
+	@echo "options: ISA=$(ISAS) (auto: make run only)"
 	@echo "         THREADS=1|pthread ASM=0|1 DEBUG=0|1 CROSS=<prefix> ML_NO_MMAP=1 CC=clang"
 	@echo "         SAN=1 (ASan+UBSan, into build/<isa>-san/)"
 
@@ -155,7 +165,7 @@ test-all:
 	@PYTHON=$(PYTHON) MODELS=$(MODELS) bash tests/test_all.sh
 
 run: $(BUILD)/ml_run
-	@BUILD=$(BUILD) PYTHON=$(PYTHON) MODELS=$(MODELS) bash tools/run_default.sh
+	@BUILD=$(BUILD) RUN_ISA=$(RUN_ISA) MAKE="$(MAKE)" bash tools/run_default.sh
 
 bench: all
 	$(BUILD)/ml_bench $(BENCH_ARGS)
