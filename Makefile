@@ -87,7 +87,7 @@ obj = $(patsubst %,$(BUILD)/obj/%.o,$(basename $(1)))
 LIB_OBJ    := $(call obj,$(LIB_SRC) $(KERN_SRC) $(ASM_FILES))
 GUARD_OBJ  := $(call obj,$(GUARD_SRC))
 APP_OBJ    := $(call obj,app/cli.c)
-PROGS      := $(BUILD)/ml_run $(if $(wildcard app/ml_bench.c),$(BUILD)/ml_bench)
+PROGS      := $(BUILD)/ml_run $(if $(wildcard app/ml_bench.c),$(BUILD)/ml_bench) $(BUILD)/ml_perplexity
 TESTS      := $(patsubst tests/%.c,$(BUILD)/%,$(TEST_SRC))
 
 .PHONY: all help test check test-all run clean print-build bench bench-all fuzz fuzz-bins
@@ -95,7 +95,7 @@ all: $(PROGS) $(TESTS)
 
 help:
 	@echo "legacy-ml targets:"
-	@echo "  make [ISA=...]         build ml_run, ml_bench and the tests into build/<isa>/"
+	@echo "  make [ISA=...]         build ml_run, ml_bench, ml_perplexity and the tests into build/<isa>/"
 	@echo "  make run               generate a story with models/stories260K on the best"
 	@echo "                         build for this CPU (ISA=auto; ISA=x forces a build)"
 	@echo "  make test              every ISA this machine can build and run (or emulate),"
@@ -124,8 +124,9 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/ml_run $(BUILD)/ml_bench: $(BUILD)/%: $(BUILD)/obj/app/%.o $(APP_OBJ) $(GUARD_OBJ) $(LIB_OBJ)
+$(BUILD)/ml_run $(BUILD)/ml_bench $(BUILD)/ml_perplexity: $(BUILD)/%: $(BUILD)/obj/app/%.o $(APP_OBJ) $(GUARD_OBJ) $(LIB_OBJ)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+$(BUILD)/ml_perplexity: $(call obj,app/perplexity.c)
 $(TESTS): $(BUILD)/%: $(BUILD)/obj/tests/%.o $(GUARD_OBJ) $(LIB_OBJ)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(TEST_LDFLAGS_$(notdir $@))
 

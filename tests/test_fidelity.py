@@ -19,6 +19,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ref_forward  # noqa: E402
+from py_checks import Checks  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("BUILD", "build/scalar")
@@ -29,17 +30,8 @@ PYTHON = sys.executable
 # wtype: (min top-1 agreement, max mean KL, max |delta logit|)
 LIMITS = {"q8_0": (0.95, 0.005, 1.5), "q4_0": (0.75, 0.2, 15.0)}
 
-passed = failed = skipped = 0
-
-
-def report(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok - {what}")
-    else:
-        failed += 1
-        print(f"FAIL - {what}")
+checks = Checks()
+report = checks.report
 
 
 def story_text(provenance):
@@ -55,12 +47,10 @@ def softmax(x):
 
 
 def main():
-    global skipped
     s260 = os.path.join(MODELS, "stories260K")
     ckpt, tok = os.path.join(s260, "stories260K.bin"), os.path.join(s260, "tok512.bin")
     if not os.path.exists(ckpt):
-        skipped += 1
-        print(f"SKIP - fidelity: {ckpt} not found")
+        checks.skip(f"fidelity: {ckpt} not found")
         return
     prompt = story_text(os.path.join(s260, "PROVENANCE.md"))
     vocab = 512
@@ -93,8 +83,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    finally:
-        print(f"#summary passed={passed} failed={failed} skipped={skipped}")
-    sys.exit(1 if failed else 0)
+    checks.run(main)

@@ -1,0 +1,350 @@
+/* ml_perplexity: perplexity of a model on a text file, llama-perplexity's
+ * way (app/perplexity.h: chunks, second half scored), and with --kl-base the
+ * quantization loss against another model's saved logits: mean KL
+ * divergence, top-1 agreement, PPL ratio. Prints and exits; the arithmetic
+ * and the KL base file format are in app/perplexity.c. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "app/cli.h"
+#include "app/exit_codes.h"
+#include "app/perplexity.h"
+#include "config/ml_config.h"
+#include "model/model.h"
+#include "model/sampler.h"
+#include "model/tokenizer.h"
+
+#define DEFAULT_CTX 512
+#define KL_IO_BUFFER (1u << 20)
+
+typedef struct {
+    const char *model, *tokenizer, *text, *kl_path;
+    long ctx, batch, threads; /* ctx, batch: 0 when not given */
+    int kl_save;
+} options;
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: ml_perplexity -m model.mlb -z tokenizer.bin -f text.txt [options]\n"
+            "  -m FILE          model, converted by tools/convert.py\n"
+            "  -z FILE          llama2.c tokenizer.bin matching the model's vocab\n"
+            "  -f FILE          UTF-8 text to score\n"
+            "  -c N             tokens per chunk, >= 4 (default: the model's context, at most %d)\n"
+            "  -b N             positions per evaluation batch (default: -c). Results do not\n"
+            "                   depend on it; this build has no batched prefill yet, so each\n"
+            "                   batch is evaluated token by token\n"
+            "  -t N             threads (default 1; THREADS=pthread builds)\n"
+            "  --kl-base FILE   if FILE exists: compare with the logits saved in it (mean KL\n"
+            "                   divergence, top-1 agreement, PPL ratio); if not: save this\n"
+            "                   model's logits there. Same text and -c, a model of the same vocab\n"
+            "  --kl-save        with --kl-base: (re)write FILE even if it exists\n"
+            "scoring (as llama-perplexity): the text is tokenized once (BOS first) and cut\n"
+            "into chunks of -c tokens (a partial last chunk is dropped); each chunk starts with\n"
+            "BOS and is evaluated from position 0; only its second half is scored: tokens\n"
+            "c/2+1 .. c-1 (0-based), each predicted with at least c/2+1 tokens of context.\n"
+            "PPL = exp(mean negative log-likelihood), +/- its standard error.\n"
+            "build: %s\n",
+            DEFAULT_CTX, ML_ISA_NAME);
+}
+
+/* ---- options --------------------------------------------------------------- */
+
+static int usage_error(const char *fmt, const char *a) {
+    fprintf(stderr, "ml_perplexity: ");
+    fprintf(stderr, fmt, a);
+    fprintf(stderr, "\n\n");
+    usage(stderr);
+    return ML_EXIT_USAGE;
+}
+
+/* Returns ML_CLI_RUN or an exit code. */
+static int parse_args(int argc, char **argv, options *o) {
+    static const char *const valued[] = {"-m", "-z", "-f", "-c", "-b", "-t", "--kl-base"};
+    *o = (options){.threads = 1};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return ML_EXIT_OK;
+        }
+        if (!strcmp(a, "--kl-save")) {
+            o->kl_save = 1;
+            continue;
+        }
+        if (a[0] != '-') return usage_error("unexpected argument '%s'", a);
+        int known = 0;
+        for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(a, valued[k]);
+        if (!known) return usage_error("unknown option '%s'", a);
+        if (i + 1 >= argc) return usage_error("option %s needs a value", a);
+        const char *v = argv[++i];
+        if (!strcmp(a, "-m")) o->model = v;
+        else if (!strcmp(a, "-z")) o->tokenizer = v;
+        else if (!strcmp(a, "-f")) o->text = v;
+        else if (!strcmp(a, "--kl-base")) o->kl_path = v;
+        else if (!strcmp(a, "-c") && !ml_cli_int(v, 4, 1L << 30, &o->ctx))
+            return usage_error("-c: expected a chunk size >= 4, got '%s'", v);
+        else if (!strcmp(a, "-b") && !ml_cli_int(v, 1, 1L << 30, &o->batch))
+            return usage_error("-b: expected a batch size >= 1, got '%s'", v);
+        else if (!strcmp(a, "-t") && !ml_cli_int(v, 1, 256, &o->threads))
+            return usage_error("-t: expected a thread count in 1..256, got '%s'", v);
+    }
+    if (!o->model) return usage_error("%s", "missing -m model.mlb");
+    if (!o->tokenizer) return usage_error("%s", "missing -z tokenizer.bin");
+    if (!o->text) return usage_error("%s", "missing -f text.txt");
+    if (o->kl_save && !o->kl_path) return usage_error("%s", "--kl-save needs --kl-base FILE");
+    return ML_CLI_RUN;
+}
+
+/* ---- the text ------------------------------------------------------------------ */
+
+/* The whole file, NUL-terminated, into *out (malloc'd). Prints why not. */
+static int read_text(const char *path, char **out) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    struct stat st;
+    if (!f || fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "ml_perplexity: cannot read the text '%s': %s\n", path,
+                f ? "not a regular file" : strerror(errno));
+        if (f) fclose(f);
+        return 0;
+    }
+    size_t n = (size_t)st.st_size;
+    char *buf = malloc(n + 1);
+    size_t got = buf ? fread(buf, 1, n, f) : 0;
+    fclose(f);
+    if (!buf || got != n) {
+        fprintf(stderr, "ml_perplexity: reading the text '%s' failed (%s)\n", path,
+                buf ? "short read" : "out of memory");
+        free(buf);
+        return 0;
+    }
+    buf[n] = 0;
+    if (n == 0 || memchr(buf, 0, n)) {
+        fprintf(stderr, "ml_perplexity: the text '%s' is %s\n", path,
+                n ? "not text: it holds a NUL byte" : "empty");
+        free(buf);
+        return 0;
+    }
+    *out = buf;
+    return 1;
+}
+
+/* ---- scoring ----------------------------------------------------------------- */
+
+typedef enum { KL_NONE, KL_SAVE, KL_COMPARE } kl_mode;
+
+typedef struct {
+    ml_model *m;
+    const int *tokens;
+    ml_ppl_layout l;
+    int batch;
+    kl_mode mode;
+    FILE *kl;
+    const char *kl_name; /* for messages: the file as the user named it */
+    float *base;         /* (vocab) a record of the base, KL_COMPARE */
+    ml_mean_acc nll, base_nll, kl_div;
+    long agree, scored;
+} scorer;
+
+/* Score the model's current logits, which predict target; record: the
+ * index of this position among all scored ones (the KL base's record). */
+static ml_status score(scorer *s, long record, int target, ml_err *err) {
+    const int vocab = s->m->cfg.vocab;
+    const float *logits = s->m->s.logits;
+    double lse = ml_logsumexp(logits, vocab);
+    ml_mean_add(&s->nll, lse - logits[target]);
+    s->scored++;
+    if (s->mode == KL_SAVE && fwrite(logits, sizeof *logits, (size_t)vocab, s->kl) != (size_t)vocab)
+        return ml_errf(err, ML_E_IO, "%s: write failed (disk full?)", s->kl_name);
+    if (s->mode == KL_COMPARE) {
+        ml_status st = ml_kl_read_row(s->kl, s->base, vocab, record, s->kl_name, err);
+        if (st) return st;
+        double base_lse = ml_logsumexp(s->base, vocab);
+        ml_mean_add(&s->base_nll, base_lse - s->base[target]);
+        ml_mean_add(&s->kl_div, ml_kl_div(s->base, base_lse, logits, lse, vocab));
+        s->agree += ml_argmax(s->base, vocab) == ml_argmax(logits, vocab);
+    }
+    return ML_OK;
+}
+
+/* One chunk: positions 0 .. ctx-2 (the last token is only a target), in
+ * batches of s->batch positions. Batched prefill (issue 11) will evaluate a
+ * batch in one call; until then each position is its own forward step. */
+static ml_status run_chunk(scorer *s, int c, ml_err *err) {
+    const ml_ppl_layout *l = &s->l;
+    const int *tok = s->tokens + (long)c * l->ctx;
+    for (int pos0 = 0; pos0 < l->ctx - 1; pos0 += s->batch) {
+        int end = pos0 + s->batch < l->ctx - 1 ? pos0 + s->batch : l->ctx - 1;
+        for (int pos = pos0; pos < end; pos++) {
+            ml_status st = ml_forward(s->m, tok[pos], pos, err);
+            if (!st && pos >= l->first)
+                st = score(s, (long)c * l->n_scored + (pos - l->first), tok[pos + 1], err);
+            if (st) return st;
+        }
+    }
+    return ML_OK;
+}
+
+static double ppl_of(const ml_mean_acc *nll) { return exp(ml_mean(nll)); }
+
+/* ---- main ---------------------------------------------------------------------- */
+
+static int fail(const char *what, ml_status s, const ml_err *err) {
+    fprintf(stderr, "ml_perplexity: %s failed (%s): %s\n", what, ml_status_name(s), err->msg);
+    return ML_EXIT_FAIL;
+}
+
+/* Open the KL base: a .tmp beside the target to write (renamed on success),
+ * or the existing file to read, with our own stdio buffer (no allocation
+ * inside the scoring loop). Prints why not. */
+static int open_kl(scorer *s, const options *o, char *tmp_path, void *iobuf, const ml_kl_header *h) {
+    ml_err err = {{0}};
+    ml_status st;
+    struct stat sb;
+    int exists = stat(o->kl_path, &sb) == 0;
+    s->mode = o->kl_save || !exists ? KL_SAVE : KL_COMPARE;
+    s->kl_name = o->kl_path;
+    if (s->mode == KL_COMPARE && !S_ISREG(sb.st_mode)) {
+        fprintf(stderr, "ml_perplexity: --kl-base '%s' is not a regular file\n", o->kl_path);
+        return 0;
+    }
+    const char *path = s->mode == KL_SAVE ? tmp_path : o->kl_path;
+    s->kl = fopen(path, s->mode == KL_SAVE ? "wb" : "rb");
+    if (!s->kl) {
+        fprintf(stderr, "ml_perplexity: cannot %s '%s': %s\n", s->mode == KL_SAVE ? "write" : "read", path,
+                strerror(errno));
+        return 0;
+    }
+    setvbuf(s->kl, iobuf, _IOFBF, KL_IO_BUFFER);
+    st = s->mode == KL_SAVE ? ml_kl_write_header(s->kl, h, o->kl_path, &err)
+                            : ml_kl_read_header(s->kl, h, o->kl_path, &err);
+    if (st) {
+        fail(s->mode == KL_SAVE ? "writing the KL base" : "reading the KL base", st, &err);
+        return 0;
+    }
+    printf("KL base: %s '%s'%s\n", s->mode == KL_SAVE ? "saving this model's logits to" : "comparing with",
+           o->kl_path, s->mode == KL_SAVE ? (exists ? " (--kl-save: replacing it)" : " (it did not exist)") : "");
+    return 1;
+}
+
+static void print_kl(const scorer *s) {
+    double ppl = ppl_of(&s->nll), base = ppl_of(&s->base_nll);
+    printf("KL base PPL = %.4f +/- %.4f\n", base, base * ml_mean_stderr(&s->base_nll));
+    printf("mean KL divergence (base || this) = %.6f +/- %.6f\n", ml_mean(&s->kl_div), ml_mean_stderr(&s->kl_div));
+    printf("top-1 agreement = %.2f%% (%ld of %ld positions)\n", 100.0 * (double)s->agree / (double)s->scored,
+           s->agree, s->scored);
+    printf("PPL ratio (this / base) = %.4f (ln %.6f)\n", ppl / base, log(ppl / base));
+}
+
+int ml_main(int argc, char **argv) {
+    options o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc != ML_CLI_RUN) return rc;
+
+    ml_err err = {{0}};
+    ml_model m;
+    ml_tokenizer tok;
+    ml_status st;
+    ml_open_opts oo = {.use_mmap = 1, .max_seq = (int)(o.ctx ? o.ctx : DEFAULT_CTX), .n_threads = (int)o.threads};
+    if ((st = ml_model_open(&m, o.model, &oo, &err))) return fail("loading the model", st, &err);
+    if ((st = ml_tokenizer_load(&tok, o.tokenizer, m.cfg.vocab, &err))) {
+        ml_model_close(&m);
+        return fail("loading the tokenizer", st, &err);
+    }
+    char *text = NULL, *tmp_path = NULL;
+    int *tokens = NULL;
+    void *iobuf = NULL;
+    scorer s = {.m = &m};
+    rc = ML_EXIT_FAIL;
+    if (o.ctx > m.cfg.max_seq) {
+        fprintf(stderr, "ml_perplexity: -c %ld exceeds the model's context of %d tokens\n", o.ctx, m.cfg.max_seq);
+        rc = ML_EXIT_USAGE;
+        goto done;
+    }
+    if (!read_text(o.text, &text)) goto done;
+    tokens = malloc(ml_tokenizer_max_tokens(text) * sizeof *tokens);
+    int n_tokens = 0;
+    if (!tokens) {
+        fprintf(stderr, "ml_perplexity: out of memory for the tokens\n");
+        goto done;
+    }
+    if ((st = ml_tokenizer_encode(&tok, text, 1, 0, tokens, &n_tokens, &err))) {
+        rc = fail("tokenizing the text", st, &err);
+        goto done;
+    }
+    s.tokens = tokens;
+    s.l = ml_ppl_layout_of(n_tokens, m.cfg.max_seq);
+    s.batch = (int)(o.batch && o.batch < s.l.ctx ? o.batch : s.l.ctx);
+    if (s.l.n_chunks == 0) {
+        fprintf(stderr, "ml_perplexity: the text '%s' is %d tokens, fewer than one chunk of %d (use a smaller -c)\n",
+                o.text, n_tokens, s.l.ctx);
+        goto done;
+    }
+    for (int c = 0; c < s.l.n_chunks; c++) tokens[(long)c * s.l.ctx] = ML_TOK_BOS;
+
+    if (o.kl_path) {
+        ml_kl_header h = {(uint32_t)m.cfg.vocab, (uint32_t)s.l.ctx, (uint32_t)s.l.n_chunks, (uint32_t)s.l.n_scored,
+                          ml_tokens_hash(tokens, (long)s.l.n_chunks * s.l.ctx)};
+        tmp_path = malloc(strlen(o.kl_path) + 5);
+        iobuf = malloc(KL_IO_BUFFER);
+        s.base = malloc((size_t)m.cfg.vocab * sizeof *s.base);
+        if (!tmp_path || !iobuf || !s.base) {
+            fprintf(stderr, "ml_perplexity: out of memory for the KL base buffers\n");
+            goto done;
+        }
+        sprintf(tmp_path, "%s.tmp", o.kl_path);
+        if (!open_kl(&s, &o, tmp_path, iobuf, &h)) goto done;
+    }
+
+    const ml_ppl_layout *l = &s.l;
+    printf("model: %s (%s, vocab %d), %s build\n", o.model, m.cfg.wtype == ML_TYPE_Q8_0 ? "Q8_0" : "Q4_0",
+           m.cfg.vocab, ML_ISA_NAME);
+    printf("text: %s: %d tokens (BOS first); %d chunks of %d (%d tokens after the last chunk unused)\n", o.text,
+           n_tokens, l->n_chunks, l->ctx, n_tokens - l->n_chunks * l->ctx);
+    printf("scored: the second half of each chunk, tokens %d..%d (0-based; %d per chunk, %ld in all), "
+           "each with at least %d tokens of context\n",
+           l->first + 1, l->ctx - 1, l->n_scored, (long)l->n_scored * l->n_chunks, l->first + 1);
+    double t0 = ml_cli_now();
+    for (int c = 0; c < l->n_chunks; c++) {
+        if ((st = run_chunk(&s, c, &err))) {
+            rc = fail("scoring", st, &err);
+            goto done;
+        }
+        printf("[%d/%d] PPL %.4f\n", c + 1, l->n_chunks, ppl_of(&s.nll));
+        fflush(stdout);
+    }
+    double dt = ml_cli_now() - t0;
+    printf("PPL = %.4f +/- %.4f (%ld scored tokens, %d chunks of %d)\n", ppl_of(&s.nll),
+           ppl_of(&s.nll) * ml_mean_stderr(&s.nll), s.scored, l->n_chunks, l->ctx);
+    if (s.mode == KL_COMPARE) print_kl(&s);
+    if (s.mode == KL_SAVE) {
+        FILE *f = s.kl;
+        s.kl = NULL;
+        if (ferror(f) | fclose(f) || rename(tmp_path, o.kl_path)) {
+            fprintf(stderr, "ml_perplexity: writing '%s' failed: %s\n", o.kl_path, strerror(errno));
+            remove(tmp_path);
+            goto done;
+        }
+        printf("KL base: saved %ld positions x %d logits to '%s'\n", s.scored, m.cfg.vocab, o.kl_path);
+    }
+    fprintf(stderr, "ml_perplexity: %ld positions evaluated in %.3f s\n",
+            (long)l->n_chunks * (l->ctx - 1), dt);
+    rc = fflush(stdout) || ferror(stdout) ? ML_EXIT_FAIL : ML_EXIT_OK;
+done:
+    if (s.kl) {
+        fclose(s.kl);
+        if (s.mode == KL_SAVE) remove(tmp_path);
+    }
+    free(s.base);
+    free(iobuf);
+    free(tmp_path);
+    free(tokens);
+    free(text);
+    ml_tokenizer_free(&tok);
+    ml_model_close(&m);
+    return rc;
+}
