@@ -1,5 +1,5 @@
 # legacy-ml — `make help` lists the targets.
-#   make ISA=<isa> [THREADS=1|pthread] [ASM=0|1] [CROSS=<prefix>] [DEBUG=0|1] [ML_NO_MMAP=1] [SAN=1]
+#   make ISA=<isa> [THREADS=1|pthread] [ASM=0|1] [CROSS=<prefix>] [DEBUG=0|1] [ML_NO_MMAP=1] [SAN=1] [STATIC=1]
 
 # `make run` without ISA (or with ISA=auto) picks the best build this CPU
 # runs; everything else defaults to scalar, which is also auto's probe.
@@ -15,6 +15,7 @@ THREADS  ?= 1
 ASM      ?= 0
 DEBUG    ?= 0
 SAN      ?= 0
+STATIC   ?= 0
 CROSS    ?=
 CC       := $(if $(filter default,$(origin CC)),$(CROSS)gcc,$(CC))
 PYTHON   ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import numpy' 2>/dev/null && echo $$p && break; done)
@@ -63,9 +64,12 @@ CFLAGS   += -std=c11 $(OPT) -Wall -Wextra -ffp-contract=off -D_POSIX_C_SOURCE=20
             $(if $(ML_NO_MMAP),-DML_NO_MMAP) $(EXTRA_CFLAGS)
 LDFLAGS  ?=
 LDFLAGS  += $(if $(filter 1,$(SAN)),$(SAN_FLAGS))
+# STATIC=1: no shared libraries at all, so the binary starts on any Linux of
+# its architecture, however old its C library (make dist).
+LDFLAGS  += $(if $(filter 1,$(STATIC)),-static)
 LDLIBS   := -lm $(if $(filter pthread,$(THREADS)),-lpthread)
 
-NAME_SUFFIX := $(if $(filter pthread,$(THREADS)),-pthread)$(if $(ML_NO_MMAP),-nommap)$(if $(filter 1,$(DEBUG)),-debug)$(if $(filter 1,$(ASM)),-asm)$(if $(filter 1,$(SAN)),-san)
+NAME_SUFFIX := $(if $(filter pthread,$(THREADS)),-pthread)$(if $(ML_NO_MMAP),-nommap)$(if $(filter 1,$(DEBUG)),-debug)$(if $(filter 1,$(ASM)),-asm)$(if $(filter 1,$(SAN)),-san)$(if $(filter 1,$(STATIC)),-static)
 # The build folder; BUILD=... on the command line overrides it (not the
 # environment, where the test scripts keep their own BUILD).
 ifneq ($(origin BUILD),command line)
@@ -90,8 +94,9 @@ APP_OBJ    := $(call obj,app/cli.c)
 PROGS      := $(BUILD)/ml_run $(if $(wildcard app/ml_bench.c),$(BUILD)/ml_bench) $(BUILD)/ml_perplexity
 TESTS      := $(patsubst tests/%.c,$(BUILD)/%,$(TEST_SRC))
 
-.PHONY: all help test check test-all run clean print-build bench bench-all fuzz fuzz-bins
+.PHONY: all progs help test check test-all run clean print-build print-progs bench bench-all fuzz fuzz-bins dist
 all: $(PROGS) $(TESTS)
+progs: $(PROGS)
 
 help:
 	@echo "legacy-ml targets:"
@@ -104,10 +109,11 @@ help:
 	@echo "  make bench             ml_bench of this build (kernels + stories15M decode)"
 	@echo "  make bench-all         every runnable x86 build side by side (BENCH_ARGS=...)"
 	@echo "  make fuzz              libFuzzer targets (clang, ASan+UBSan) into build/fuzz/; see fuzz/README.md"
+	@echo "  make dist              static ml_run/ml_bench of every ISA and arch + launcher, into dist/"
 	@echo "  make clean             remove build/"
 	@echo "options: ISA=$(ISAS) (auto: make run only)"
 	@echo "         THREADS=1|pthread ASM=0|1 DEBUG=0|1 CROSS=<prefix> ML_NO_MMAP=1 CC=clang"
-	@echo "         SAN=1 (ASan+UBSan, into build/<isa>-san/)"
+	@echo "         SAN=1 (ASan+UBSan, into build/<isa>-san/)  STATIC=1 (-static)"
 
 # ---- objects: baseline flags, except kernels/<isa>/ and the no-LTO guard ----
 $(BUILD)/obj/kernels/%.o: kernels/%.c
@@ -161,6 +167,8 @@ check: all
 
 print-build:
 	@echo $(BUILD)
+print-progs:
+	@echo $(PROGS)
 
 test-all:
 	@PYTHON=$(PYTHON) MODELS=$(MODELS) bash tests/test_all.sh
@@ -173,6 +181,10 @@ bench: all
 
 bench-all:
 	@BENCH_ARGS="$(BENCH_ARGS)" bash tools/bench_all.sh
+
+# Static binaries of every ISA and architecture, a launcher, SHA256SUMS.
+dist:
+	@DIST=$(or $(DIST),dist) bash tools/dist.sh
 
 clean:
 	rm -rf build

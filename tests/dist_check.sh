@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# make dist's folder, checked (issue: binaries that run on old systems):
+#  - SHA256SUMS matches; every executable is static (no dynamic section, so
+#    nothing is loaded from the system: ARM ones run under qemu WITHOUT -L);
+#  - every ml_run writes the golden stories260K logits (tests/golden/), run
+#    natively or under qemu on a CPU model that has its ISA; an x86 build
+#    this CPU lacks must be refused by its guard instead;
+#  - the launcher picks the best build for this CPU and, from the CPU report
+#    of qemu's Nehalem and Core 2 Duo, sse41 and sse2; it is POSIX sh (dash).
+# env: DIST (a folder made by `make dist`; default: made here into build/dist),
+#      MODELS, PYTHON (to convert stories260K when no shipped .mlb exists)
+set -u
+cd "$(dirname "$0")/.."
+: "${PYTHON:=python3}" "${MODELS:=../shared/models}"
+. tests/sh_lib.sh
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+have() { command -v "$1" >/dev/null 2>&1; }
+
+if [ -z "${DIST:-}" ]; then
+    DIST=build/dist
+    make -s dist DIST=$DIST >"$tmp/dist.log" 2>&1 || { bad "make dist failed: $(tail -n 3 "$tmp/dist.log")"; finish; }
+fi
+if (cd "$DIST" && sha256sum --quiet -c SHA256SUMS) >"$tmp/sum" 2>&1; then ok "SHA256SUMS: $(wc -l <"$DIST/SHA256SUMS") files match"
+else bad "SHA256SUMS: $(head -n 3 "$tmp/sum")"; fi
+
+# ---- static ---------------------------------------------------------------------
+for b in "$DIST"/*/*/ml_*; do
+    rel=${b#"$DIST"/}
+    if readelf -d "$b" 2>&1 | grep -q 'There is no dynamic section' && file -b "$b" | grep -q 'statically linked'; then
+        ok "$rel: static, no dynamic section"
+    else
+        bad "$rel: not static: $(readelf -d "$b" 2>&1 | grep -m 3 NEEDED)"
+    fi
+done
+
+# ---- golden logits, per build ------------------------------------------------------
+S260=$MODELS/stories260K
+model=build/models/stories260K_q8_0.mlb
+if [ ! -f "$model" ] && [ -f "$S260/stories260K.bin" ] && "$PYTHON" -c 'import numpy' 2>/dev/null; then
+    mkdir -p build/models
+    "$PYTHON" tools/convert.py "$S260/stories260K.bin" "$model" --wtype q8_0 >/dev/null
+fi
+golden=$(cat tests/golden/stories260K_q8_0.logits64.sha256)
+# qemu CPU model that has each ARM build's ISA
+declare -A QEMU=([armv7/scalar]="qemu-arm -cpu cortex-a7" [armv7/neon]="qemu-arm -cpu cortex-a15"
+    [aarch64/neon]="qemu-aarch64 -cpu cortex-a53" [aarch64/neon_dotprod]="qemu-aarch64 -cpu cortex-a76"
+    [aarch64/sve]="qemu-aarch64 -cpu max")
+if [ ! -f "$model" ]; then
+    skip "golden logits: no stories260K model ($S260 absent or no numpy)"
+else
+    for b in "$DIST"/*/*/ml_run; do
+        rel=${b#"$DIST"/} key=${rel%/ml_run} runner=
+        case $key in
+        x86_64/*)
+            if ! "$b" --cpu-info 2>/dev/null | grep -q '^  this build  : supported'; then
+                "$b" -m "$model" >/dev/null 2>"$tmp/err"
+                if [ $? -eq 3 ] && grep -q 'built for' "$tmp/err"; then ok "$rel: refused by its guard (CPU lacks ${key#*/})"
+                else bad "$rel: this CPU lacks ${key#*/} and the guard did not refuse"; fi
+                continue
+            fi ;;
+        *)
+            runner=${QEMU[$key]:-}
+            if [ -z "$runner" ] || ! have "${runner%% *}"; then skip "$rel: no ${runner:-qemu} to run it"; continue; fi ;;
+        esac
+        # shellcheck disable=SC2086
+        $runner "$b" -m "$model" -z "$S260/tok512.bin" -i "Once upon a time" -n 64 --temp 0 \
+            --logits "$tmp/l.f32" >/dev/null 2>"$tmp/err"
+        sum=$(sha256sum <"$tmp/l.f32" | cut -d' ' -f1)
+        if [ "$sum" = "$golden" ]; then ok "$rel: golden stories260K logits${runner:+ (${runner})}"
+        else bad "$rel: logits hash $sum, golden $golden: $(head -n 2 "$tmp/err")"; fi
+    done
+fi
+
+# ---- the launcher ---------------------------------------------------------------------
+if [ -x "$DIST/x86_64/scalar/ml_run" ] && [ "$(uname -m)" = x86_64 ]; then
+    best=$("$DIST/x86_64/scalar/ml_run" --cpu-info | sed -n 's/^  best build  : \([a-z0-9_]*\).*/\1/p')
+    got=$(dash "$DIST/ml" --which)
+    [ "$got" = "$(cd "$DIST" && pwd)/x86_64/$best/ml_run" ] && ok "launcher (dash) picks $best, this CPU's best build" ||
+        bad "launcher picks '$got', this CPU's best build is $best"
+    dash "$DIST/ml" -v --cpu-info >"$tmp/out" 2>"$tmp/err"
+    grep -q "^ml: x86_64/$best/ml_run (" "$tmp/err" && grep -q "this binary : $best build" "$tmp/out" &&
+        ok "launcher -v says x86_64/$best/ml_run and execs it with the arguments" ||
+        bad "launcher -v: $(cat "$tmp/err") / $(grep 'this binary' "$tmp/out")"
+    got=$(ML_ISA=sse2 dash "$DIST/ml" --which bench)
+    [ "${got##*/x86_64/}" = sse2/ml_bench ] && ok "launcher: ML_ISA=sse2 bench -> sse2/ml_bench" || bad "launcher: ML_ISA=sse2 bench -> $got"
+    if have qemu-x86_64; then
+        for cpu in Nehalem:sse41 core2duo:sse2; do
+            qemu-x86_64 -cpu "${cpu%%:*}" "$DIST/x86_64/scalar/ml_run" --cpu-info >"$tmp/report" 2>/dev/null
+            got=$(ML_CPU_REPORT=$tmp/report dash "$DIST/ml" --which)
+            [ "${got##*/x86_64/}" = "${cpu#*:}/ml_run" ] && ok "launcher: with a ${cpu%%:*} CPU report (qemu) it picks ${cpu#*:}" ||
+                bad "launcher: with a ${cpu%%:*} CPU report it picks $got, expected ${cpu#*:}"
+        done
+    else
+        skip "launcher on other CPUs: no qemu-x86_64"
+    fi
+    if ML_ISA=nosuch dash "$DIST/ml" --cpu-info >/dev/null 2>"$tmp/err"; then bad "launcher: ML_ISA=nosuch ran something"
+    else grep -q 'no such build' "$tmp/err" && ok "launcher: ML_ISA=nosuch is refused with a message" ||
+        bad "launcher: ML_ISA=nosuch: '$(cat "$tmp/err")'"; fi
+else
+    skip "launcher: not an x86-64 host with an x86_64 dist"
+fi
+finish

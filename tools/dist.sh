@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# `make dist`: fully static executables of every ISA and architecture this
+# machine can build, laid out as DIST/<arch>/<isa>/<program>, the launcher
+# DIST/ml (tools/ml.sh) and DIST/SHA256SUMS.
+# Static, so a binary built here starts on any Linux of its architecture,
+# whatever its C library (glibc 2.17 of CentOS 7, Raspbian Buster's 2.28).
+# env: DIST (default dist), ML_JOBS (default 2), ML_DIST_ROWS (only these
+#      "arch/isa" rows, e.g. "x86_64/avx2 aarch64/sve"; default all)
+set -eu
+cd "$(dirname "$0")/.."
+DIST=${DIST:-dist}
+JOBS=${ML_JOBS:-2}
+unset MAKEFLAGS MFLAGS MAKELEVEL CC
+
+# arch|isa|make arguments. The floor of each architecture is its first row:
+# the launcher asks it which builds the CPU runs.
+rows=()
+case $(uname -m) in
+x86_64 | amd64)
+    for isa in scalar sse2 sse41 avx2 avxvnni avx512vnni; do rows+=("x86_64|$isa|"); done ;;
+esac
+if command -v arm-linux-gnueabihf-gcc >/dev/null; then
+    for isa in scalar neon; do rows+=("armv7|$isa|CROSS=arm-linux-gnueabihf-"); done
+fi
+if command -v aarch64-linux-gnu-gcc >/dev/null; then
+    for isa in neon neon_dotprod sve; do rows+=("aarch64|$isa|CROSS=aarch64-linux-gnu-"); done
+fi
+
+rm -rf "$DIST"
+mkdir -p "$DIST"
+for row in "${rows[@]}"; do
+    IFS='|' read -r arch isa margs <<<"$row"
+    if [ -n "${ML_DIST_ROWS:-}" ] && [[ " $ML_DIST_ROWS " != *" $arch/$isa "* ]]; then continue; fi
+    args=(ISA="$isa" THREADS=pthread STATIC=1)
+    # shellcheck disable=SC2206
+    [ -n "$margs" ] && args+=($margs)
+    echo "dist: $arch/$isa (make ${args[*]} progs)"
+    make -s -j"$JOBS" "${args[@]}" progs
+    mkdir -p "$DIST/$arch/$isa"
+    # Stripped of symbols (about 10% smaller); the unstripped ones stay in build/.
+    for p in $(make -s "${args[@]}" print-progs); do
+        cp "$p" "$DIST/$arch/$isa/"
+        "${margs#CROSS=}strip" "$DIST/$arch/$isa/${p##*/}"
+    done
+done
+cp tools/ml.sh "$DIST/ml"
+chmod +x "$DIST/ml"
+(cd "$DIST" && find . -type f ! -name SHA256SUMS | sed 's|^\./||' | sort | xargs sha256sum >SHA256SUMS)
+echo "dist: $(find "$DIST" -type f -perm -u+x | wc -l) executables in $DIST/ (launcher: $DIST/ml, checksums: $DIST/SHA256SUMS)"

@@ -1,0 +1,69 @@
+#!/bin/sh
+# legacy-ml launcher (installed as dist/ml by `make dist`): runs the fastest
+# build in this folder that this CPU can run. Each binary is still built for
+# one ISA and checks it at start-up; this script only chooses the file, by
+# asking the floor build of this architecture (`--cpu-info`) which builds
+# the CPU runs.
+#
+# usage: ./ml [-v] [run | bench | perplexity] [ARGS...]
+#          run (the default): ml_run ARGS;  bench: ml_bench;  perplexity: ml_perplexity
+#          -v: say on stderr which binary was picked
+#        ./ml --which [run | bench | perplexity]: print that binary's path and exit
+# env:   ML_ISA=<isa>        use this build instead (it still refuses a CPU that lacks it)
+#        ML_CPU_REPORT=FILE  choose from a saved `--cpu-info` report instead of asking
+#                            this CPU (to see what another machine would run)
+here=$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd) || exit 1
+
+verbose=0 which=0 prog=ml_run
+[ "${1:-}" = -v ] && { verbose=1; shift; }
+[ "${1:-}" = --which ] && { which=1; shift; }
+case ${1:-} in
+run) shift ;;
+bench) prog=ml_bench; shift ;;
+perplexity) prog=ml_perplexity; shift ;;
+esac
+
+case $(uname -m) in
+x86_64 | amd64) arch=x86_64 floor=scalar ;;
+aarch64 | arm64) arch=aarch64 floor=neon ;;
+armv7* | armv8l) arch=armv7 floor=scalar ;;
+i?86) arch=i686 floor=scalar ;;
+*) arch=$(uname -m) floor= ;;
+esac
+if [ -z "$floor" ] || [ ! -x "$here/$arch/$floor/ml_run" ]; then
+    echo "ml: this folder has no build for $(uname -m); build from source: make ISA=scalar" >&2
+    exit 1
+fi
+
+if [ -n "${ML_ISA:-}" ]; then
+    isa=$ML_ISA why="set by ML_ISA"
+else
+    if [ -n "${ML_CPU_REPORT:-}" ]; then
+        report=$(cat -- "$ML_CPU_REPORT") || exit 1
+    else
+        report=$("$here/$arch/$floor/ml_run" --cpu-info 2>&1)
+    fi
+    # "  runs here   : scalar sse2 sse41": lowest first, so the last one we have wins
+    runs=$(printf '%s\n' "$report" | sed -n 's/^  runs here *: *//p')
+    isa=
+    for i in $runs; do
+        [ -x "$here/$arch/$i/$prog" ] && isa=$i
+    done
+    if [ -z "$isa" ]; then
+        echo "ml: none of the builds in $here/$arch runs on this CPU (it runs: ${runs:-nothing});" \
+            "build from source: make ISA=scalar" >&2
+        exit 1
+    fi
+    why="the best build here for this CPU, which runs: $runs"
+fi
+bin=$here/$arch/$isa/$prog
+if [ ! -x "$bin" ]; then
+    echo "ml: $bin: no such build" >&2
+    exit 1
+fi
+if [ "$which" = 1 ]; then
+    echo "$bin"
+    exit 0
+fi
+[ "$verbose" = 1 ] && echo "ml: $arch/$isa/$prog ($why)" >&2
+exec "$bin" "$@"
