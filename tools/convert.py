@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
 """Convert a Llama checkpoint to a .mlb model file (model/mlb.h).
 
-usage: python3 tools/convert.py INPUT OUTPUT.mlb [--wtype q8_0|q4_0]
+usage: python3 tools/convert.py INPUT OUTPUT.mlb [--wtype q8_0|q4_0] [--tokenizer OUT.bin]
 
 INPUT is one of
   * a llama2.c legacy checkpoint (v0: 7 int32 header, fp32 weights, RoPE tables),
   * a llama2.c `export.py --version 1` file (magic "ak42", version 1, fp32),
-  * a Hugging Face Llama folder (config.json + *.safetensors, F32/F16/BF16).
-Matrices are quantized to Q8_0 (default) or Q4_0; norms stay F32. Errors go
+  * a Hugging Face Llama folder (config.json + *.safetensors, F32/F16/BF16),
+  * a Llama GGUF file (v2, v3; tools/gguf_in.py, needs the `gguf` package):
+    its tokenizer is written too, as a llama2.c tokenizer.bin (--tokenizer;
+    default OUTPUT with .mlb replaced by .tokenizer.bin).
+Matrices are quantized to Q8_0 (default) or Q4_0; norms stay F32. GGUF
+Q8_0/Q4_0 tensors of the output's type are copied block for block. Errors go
 to stderr as "convert: error: ..." with exit code 1, and leave no output.
-numpy only.
+numpy only, plus gguf for GGUF input.
 """
 import argparse
 import glob
@@ -21,6 +25,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gguf_in  # noqa: E402  (tools/gguf_in.py: GGUF input; imports the gguf package lazily)
 import mlb  # noqa: E402  (tools/mlb.py, shared with gen_random.py)
 
 LAYER_KINDS = ("attn_norm", "wq", "wk", "wv", "wo", "ffn_norm", "w1", "w2", "w3")
@@ -378,14 +383,22 @@ def tensor_stream(src, h):
     hid0, hid = src.cfg["hidden_dim"], h["hidden_dim"]
 
     def fetch(kind, layer=None):
-        x = np.ascontiguousarray(src.tensor(kind, layer), dtype=np.float32)
-        if not np.isfinite(x).all():
+        x = src.tensor(kind, layer)
+        if isinstance(x, mlb.Quantized):
+            # Stored as-is; its columns are whole blocks, so only rows pad.
+            finite = np.isfinite(x.d).all()
+            if hid != hid0 and kind in ("w1", "w3"):
+                x = x.pad_rows(hid - hid0)
+        else:
+            x = np.ascontiguousarray(x, dtype=np.float32)
+            finite = np.isfinite(x).all()
+            if hid != hid0 and kind in ("w1", "w3"):
+                x = np.pad(x, ((0, hid - hid0), (0, 0)))
+            elif hid != hid0 and kind == "w2":
+                x = np.pad(x, ((0, 0), (0, hid - hid0)))
+        if not finite:
             where = kind if layer is None else f"layer {layer} {kind}"
             raise ConvertError(f"{where} contains NaN or Inf")
-        if hid != hid0 and kind in ("w1", "w3"):
-            x = np.pad(x, ((0, hid - hid0), (0, 0)))
-        elif hid != hid0 and kind == "w2":
-            x = np.pad(x, ((0, 0), (0, hid - hid0)))
         return x
 
     yield "tok_emb", fetch("tok_emb")
@@ -439,11 +452,48 @@ def open_source(path):
         return HFSource(path)
     if not os.path.isfile(path):
         raise ConvertError(f"{path}: no such file or folder")
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if gguf_in.looks_like_gguf(path, head):
+        src = gguf_in.GGUFSource(path)
+        check_config(src.cfg, path)
+        return src
     return open_llama2c(path)
 
 
-def convert(inp, out, wtype_name):
+def tokenizer_path(out):
+    """Where a GGUF file's tokenizer goes by default: x.mlb -> x.tokenizer.bin."""
+    stem = out[:-len(".mlb")] if out.endswith(".mlb") else out
+    return stem + ".tokenizer.bin"
+
+
+def write_atomic(path, data):
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def convert(inp, out, wtype_name, tok_out=None):
     src = open_source(inp)
+    tokenizer = getattr(src, "tokenizer", None)
+    if tok_out and tokenizer is None:
+        raise ConvertError(f"--tokenizer: {inp} has no tokenizer to write (only GGUF files do)")
+    tok_out = tok_out or tokenizer_path(out)
+    if tokenizer is not None and os.path.abspath(tok_out) == os.path.abspath(out):
+        raise ConvertError(f"the tokenizer and the model would both be written to {out}")
+    if wtype_name is None:
+        wtype_name = getattr(src, "native_wtype", None) or "q8_0"
+        if wtype_name != "q8_0":
+            print(f"convert: note: no --wtype: {wtype_name}, the type of the input's blocks, "
+                  "so they convert losslessly")
+    if isinstance(src, gguf_in.GGUFSource):
+        src.keep_wtype = mlb.WTYPES[wtype_name]
     c = src.cfg
     h = dict(c, hidden_dim=padded_hidden(c["hidden_dim"]), wtype=mlb.WTYPES[wtype_name])
     if h["hidden_dim"] != c["hidden_dim"]:
@@ -452,9 +502,16 @@ def convert(inp, out, wtype_name):
               "exact since silu(0)*0 = 0)")
     stats = ErrorStats(h["wtype"], c["hidden_dim"], h["hidden_dim"])
     size = mlb.write_mlb(out, h, tensor_stream(src, h), on_tensor=stats)
+    if tokenizer is not None:
+        try:
+            write_atomic(tok_out, tokenizer)
+        except BaseException:
+            os.remove(out)  # both files or neither
+            raise
 
     print(f"{inp} ({src.what}) -> {out}")
-    print(f"  {mlb.WTYPE_NAMES[h['wtype']]} quantization error (vs fp32 source):")
+    base = getattr(src, "error_base", "fp32 source")
+    print(f"  {mlb.WTYPE_NAMES[h['wtype']]} quantization error (vs {base}):")
     stats.print()
     padded = f" (padded from {c['hidden_dim']})" if h["hidden_dim"] != c["hidden_dim"] else ""
     print(f"  shape: dim {h['dim']}, hidden_dim {h['hidden_dim']}{padded}, n_layers "
@@ -462,18 +519,25 @@ def convert(inp, out, wtype_name):
           f"{h['vocab']}, max_seq {h['max_seq']}, rope_theta {h['rope_theta']:g}, norm_eps "
           f"{h['norm_eps']:g}, {'shared' if h['shared_classifier'] else 'separate'} classifier")
     print(f"  wtype {mlb.WTYPE_NAMES[h['wtype']]}, file {size} bytes")
+    if tokenizer is not None:
+        print(f"  tokenizer ({c['vocab']} pieces, llama2.c format) -> {tok_out}")
 
 
 def main(argv=None):
     ap = Parser(prog="convert", description=__doc__.split("\n\n")[0])
-    ap.add_argument("input", help="llama2.c .bin (legacy or v1) or Hugging Face Llama folder")
+    ap.add_argument("input", help="llama2.c .bin (legacy or v1), Hugging Face Llama folder, "
+                    "or Llama GGUF file")
     ap.add_argument("output", help="output .mlb file")
-    ap.add_argument("--wtype", default="q8_0", type=str.lower, choices=sorted(mlb.WTYPES),
-                    help="weight type (default q8_0)")
+    ap.add_argument("--wtype", type=str.lower, choices=sorted(mlb.WTYPES),
+                    help="weight type (default q8_0; for a GGUF file whose matrices are Q4_0 "
+                    "and none Q8_0, q4_0)")
+    ap.add_argument("--tokenizer", metavar="OUT.bin",
+                    help="GGUF input: where to write its tokenizer (default: OUTPUT with .mlb "
+                    "replaced by .tokenizer.bin)")
     args = ap.parse_args(argv)
     try:
-        convert(args.input, args.output, args.wtype)
-    except (ConvertError, mlb.MlbError, OSError) as e:
+        convert(args.input, args.output, args.wtype, args.tokenizer)
+    except (ConvertError, gguf_in.GGUFError, mlb.MlbError, OSError) as e:
         print(f"convert: error: {e}", file=sys.stderr)
         return 1
     return 0

@@ -152,14 +152,8 @@ def tokenizer_pieces(vocab):
 
 
 def write_tokenizer(path, vocab):
-    """llama2.c tokenizer.bin: u32 max_token_length, then per token f32
-    score, u32 len, bytes."""
-    pieces = tokenizer_pieces(vocab)
     with open(path, "wb") as f:
-        f.write(struct.pack("<I", max(len(p) for p, _ in pieces)))
-        for p, score in pieces:
-            f.write(struct.pack("<fI", score, len(p)))
-            f.write(p)
+        f.write(mlb.tokenizer_bytes(tokenizer_pieces(vocab)))
 
 
 # ======================================================== main

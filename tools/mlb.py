@@ -169,6 +169,23 @@ def quantize(wtype, x):
     return quantize_q8_0(x) if wtype == TYPE_Q8_0 else quantize_q4_0(x)
 
 
+class Quantized:
+    """A matrix already in a .mlb weight type (q, d as quantize returns
+    them), stored as-is: a lossless import of another format's blocks."""
+
+    def __init__(self, wtype, q, d):
+        self.wtype, self.q, self.d = wtype, q, d
+        self.shape = (d.shape[0], d.shape[1] * QK)
+
+    def values(self):
+        return dequantize(self.wtype, self.q, self.d)
+
+    def pad_rows(self, n):
+        """n more rows of zeros, quantized exactly as quantize() would."""
+        zq, zd = quantize(self.wtype, np.zeros((n, self.shape[1]), np.float32))
+        return Quantized(self.wtype, np.concatenate([self.q, zq]), np.concatenate([self.d, zd]))
+
+
 def dequantize(wtype, q, d):
     """Inverse of quantize: (rows, cols) float32."""
     rows = d.shape[0]
@@ -185,8 +202,9 @@ def write_mlb(path, h, tensors, on_tensor=None):
     """Write a .mlb file atomically: to path + '.tmp', then os.replace.
 
     h: header dict (HEADER_FIELDS). tensors: iterable of (name, float32
-    array) in tensor_plan(h) order. on_tensor(name, x, q, d) is called for
-    each matrix after quantization (q, d None for norms). Returns the size.
+    array or Quantized of h's wtype) in tensor_plan(h) order. on_tensor(name,
+    x, q, d) is called for each matrix after quantization (q, d None for
+    norms; x the float values of a Quantized). Returns the size.
     On any error the .tmp file is removed and nothing is left at path."""
     check_shape(h)
     arrays, size = layout(h)
@@ -207,7 +225,13 @@ def write_mlb(path, h, tensors, on_tensor=None):
                     _write_at(f, offsets[name], np.asarray(x, dtype="<f4"))
                     q = d = None
                 else:
-                    q, d = quantize(h["wtype"], x)
+                    if isinstance(x, Quantized):
+                        if x.wtype != h["wtype"]:
+                            raise MlbError(f"{name} is {WTYPE_NAMES[x.wtype]}, the file "
+                                           f"{WTYPE_NAMES[h['wtype']]}")
+                        q, d, x = x.q, x.d, x.values()
+                    else:
+                        q, d = quantize(h["wtype"], x)
                     _write_at(f, offsets[name + ".q"], q)
                     _write_at(f, offsets[name + ".d"], d.astype("<f4"))
                 if on_tensor:
@@ -233,6 +257,16 @@ def _write_at(f, off, arr):
         raise MlbError(f"array overlaps previous one at offset {off}")
     f.write(bytes(off - pos))  # zero gap up to the 64-byte boundary
     f.write(np.ascontiguousarray(arr).tobytes())
+
+
+# ---------------------------------------------------------------- tokenizer
+def tokenizer_bytes(pieces):
+    """llama2.c tokenizer.bin from [(piece bytes, score)] in id order: u32
+    max_token_length, then per token f32 score, u32 len, the bytes."""
+    out = [struct.pack("<I", max(len(p) for p, _ in pieces))]
+    for p, score in pieces:
+        out += [struct.pack("<fI", score, len(p)), p]
+    return b"".join(out)
 
 
 # ---------------------------------------------------------------- reader
