@@ -49,6 +49,20 @@ class Report:
         self.skipped += n
         print(f"SKIP - {what}: {why}")
 
+    def run(self, name, body):
+        """body(self, tmp) in a fresh temp folder, removed after; an exception
+        escaping it (a bug in the test itself) is one failure. -> exit code,
+        after the summary line."""
+        tmp = tempfile.mkdtemp(prefix=name + "_")
+        try:
+            body(self, tmp)
+        except Exception:
+            self.failed += 1
+            print(f"FAIL - {name}.py: " + traceback.format_exc().replace("\n", " | "))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return self.summary()
+
     def summary(self):
         print(f"#summary passed={self.passed} failed={self.failed} skipped={self.skipped}")
         return 1 if self.failed else 0
@@ -675,31 +689,26 @@ def test_gen_random(rep, tmp):
             check_layout(g, m, "gen_random unshared q4_0")
 
 
-def main():
-    rep = Report()
+def run_all(rep, tmp):
     have_models = os.path.isdir(S260) and os.path.isdir(os.path.join(MODELS, "stories260K-hf"))
-    tmp = tempfile.mkdtemp(prefix="test_convert_")
-    try:
-        if have_models:
-            files = test_stories(rep, tmp)
-            test_reference(rep, files)
-            test_hf_dtypes(rep, tmp)
-            test_other_models(rep, tmp)
-        else:
-            for what in ("convert stories260K (legacy, v1, HF) x (q8_0, q4_0)",
-                         "ref_forward and dequantized logits", "HF F16/BF16 sharded",
-                         "other models"):
-                rep.skip(what, f"models folder {S260} (or stories260K-hf) absent")
-        test_synthetic_blocks(rep, tmp)
-        test_errors(rep, tmp, have_models)
-        test_hf_tensor_errors(rep, tmp)
-        test_gen_random(rep, tmp)
-    except Exception:  # a bug in the test itself: report, still summarize
-        rep.failed += 1
-        print("FAIL - test_convert.py: " + traceback.format_exc().replace("\n", " | "))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return rep.summary()
+    if have_models:
+        files = test_stories(rep, tmp)
+        test_reference(rep, files)
+        test_hf_dtypes(rep, tmp)
+        test_other_models(rep, tmp)
+    else:
+        for what in ("convert stories260K (legacy, v1, HF) x (q8_0, q4_0)",
+                     "ref_forward and dequantized logits", "HF F16/BF16 sharded",
+                     "other models"):
+            rep.skip(what, f"models folder {S260} (or stories260K-hf) absent")
+    test_synthetic_blocks(rep, tmp)
+    test_errors(rep, tmp, have_models)
+    test_hf_tensor_errors(rep, tmp)
+    test_gen_random(rep, tmp)
+
+
+def main():
+    return Report().run("test_convert", run_all)
 
 
 if __name__ == "__main__":

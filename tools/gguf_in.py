@@ -157,7 +157,8 @@ class GGUFSource:
         scaling = self._get(a + "rope.scaling.type", "none")
         factor = self._float(a + "rope.scaling.factor", 1.0)
         if scaling != "none" or factor not in (0.0, 1.0):
-            unsupported.append(f"rope scaling (type {scaling!r}, factor {factor:g}; plain RoPE only)")
+            unsupported.append(f"rope scaling (type {scaling!r}, factor {factor:g}; "
+                               "plain RoPE only)")
         for key in ("attention.key_length", "attention.value_length"):
             n = self._int(a + key, head_dim)
             if n != head_dim:
@@ -172,6 +173,9 @@ class GGUFSource:
         """{plan name: ReaderTensor}; presence, shape and type of every one,
         and no tensor left over (biases, rope_freqs, ...)."""
         by_name = {t.name: t for t in self.reader.tensors}
+        if self.cfg["n_layers"] > len(by_name):  # before planning 9 tensors per layer
+            raise GGUFError(f"{self.path}: llama.block_count = {self.cfg['n_layers']}, but the "
+                            f"file has only {len(by_name)} tensors")
         emb = by_name.get("token_embd.weight")
         if emb is None:
             raise GGUFError(f"{self.path}: tensor token_embd.weight is missing")
@@ -240,9 +244,9 @@ class GGUFSource:
         scores = self._get(t + "scores")
         types = self._get(t + "token_type", [1] * n)
         for key, arr in (("scores", scores), ("token_type", types)):
-            if not isinstance(arr, list) or len(arr) != n:
-                raise GGUFError(f"{self.path}: {t}{key} has {len(arr) if isinstance(arr, list) else 'no'}"
-                                f" entries, {t}tokens {n}")
+            count = len(arr) if isinstance(arr, list) else "no"
+            if count != n:
+                raise GGUFError(f"{self.path}: {t}{key} has {count} entries, {t}tokens {n}")
         if n != self.cfg["vocab"]:
             raise GGUFError(f"{self.path}: {n} tokens, but token_embd.weight has "
                             f"{self.cfg['vocab']} rows")
