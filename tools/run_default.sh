@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make run`: generate a story with the model shipped in models/stories260K,
-# on the best build this CPU runs (RUN_ISA=auto) or on the build asked for.
+# on the best build this CPU runs (RUN_ISA=auto) or on the build asked for,
+# until the story ends (-n 0: at most the whole context).
 # Needs only a C compiler and make.
 # env: BUILD (folder with ml_run: the build asked for, or auto's scalar probe),
 #      RUN_ISA (auto or the ISA), MAKE; ARGS for extra ml_run options
@@ -21,4 +22,4 @@ echo "make run: $model: stories260K, a 260K-parameter TinyStories model (Karpath
 echo "          Its stories are short and simple; convert a bigger model with tools/convert.py (README)." >&2
 set -x
 # shellcheck disable=SC2086
-"$BUILD/ml_run" -m "$model" -z "$tok" -i "Once upon a time" -n 200 --temp 0.8 -s 42 $ARGS
+"$BUILD/ml_run" -m "$model" -z "$tok" -i "Once upon a time" -n 0 --temp 0.8 -s 42 $ARGS
