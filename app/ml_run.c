@@ -203,7 +203,7 @@ int ml_main(int argc, char **argv) {
     ml_gen_callbacks cb = {.on_logits = on_logits, .on_token = on_token, .ud = &r};
     ml_sampler smp;
     unsigned long long seed = o.seed ? o.seed : (unsigned long long)time(NULL);
-    ml_sampler_init(&smp, c->vocab, (float)o.temperature, (float)o.topp, seed, m.s.scratch);
+    ml_sampler_init(&smp, c->vocab, (float)o.temperature, (float)o.topp, seed, m.s.sampler_scratch);
 
     int n_pos = 0;
     double t1 = ml_cli_now();

@@ -88,7 +88,7 @@ static inline void fuzz_mlb(const uint8_t *d, size_t n) {
         /* Whatever loaded must run (or refuse overflowing weights cleanly):
          * a forced token, then sampled ones, to the end of the context. */
         ml_sampler smp;
-        ml_sampler_init(&smp, c->vocab, 0.8f, 0.9f, n + 1, m.s.scratch);
+        ml_sampler_init(&smp, c->vocab, 0.8f, 0.9f, n + 1, m.s.sampler_scratch);
         int prompt[2] = {0, c->vocab - 1}, n_pos = 0;
         s = ml_generate(&m, &smp, prompt, 2 <= c->max_seq ? 2 : 1, c->max_seq, NULL, &n_pos, &err);
         FUZZ_ASSERT(s == ML_OK || (s == ML_E_FORMAT && strstr(err.msg, "not finite")),

@@ -191,7 +191,7 @@ static ml_status map_weights(ml_model *m, ml_layer *layers, const char *path, ml
 
 /* Each buffer's byte size; the arena is their sum after 64-byte rounding.
  * All factors are bounded by the header checks, so uint64 cannot overflow. */
-typedef struct { uint64_t n[16]; int count; uint64_t total; } plan;
+typedef struct { uint64_t n[17]; int count; uint64_t total; } plan;
 
 static void plan_add(plan *p, uint64_t bytes) {
     p->n[p->count++] = bytes;
@@ -207,19 +207,20 @@ static ml_status carve_state(ml_model *m, ml_err *err) {
     plan p = {0};
     plan_add(&p, (uint64_t)c->n_layers * sizeof(ml_layer));
     plan_add(&p, c->dim * F);                          /* x */
-    plan_add(&p, c->dim * F);                          /* xb */
-    plan_add(&p, c->dim * F);                          /* xb2 */
-    plan_add(&p, c->hidden_dim * F);                   /* hb */
-    plan_add(&p, c->hidden_dim * F);                   /* hb2 */
+    plan_add(&p, c->dim * F);                          /* x_norm */
+    plan_add(&p, c->dim * F);                          /* attn_out */
+    plan_add(&p, c->dim * F);                          /* branch_out */
+    plan_add(&p, c->hidden_dim * F);                   /* ffn_gate */
+    plan_add(&p, c->hidden_dim * F);                   /* ffn_up */
     plan_add(&p, c->dim * F);                          /* q */
-    plan_add(&p, (uint64_t)c->n_heads * c->max_seq * F); /* att */
+    plan_add(&p, (uint64_t)c->n_heads * c->max_seq * F); /* att_scores */
     plan_add(&p, c->vocab * F);                        /* logits */
     plan_add(&p, kv);                                  /* key cache */
     plan_add(&p, kv);                                  /* value cache */
     plan_add(&p, half);                                /* rope cos */
     plan_add(&p, half);                                /* rope sin */
-    plan_add(&p, widest);                              /* qa.q */
-    plan_add(&p, widest / ML_QK * F);                  /* qa.d */
+    plan_add(&p, widest);                              /* x_q8.q */
+    plan_add(&p, widest / ML_QK * F);                  /* x_q8.d */
     plan_add(&p, ml_sampler_scratch_bytes(c->vocab));  /* sampler */
     if (p.total > (uint64_t)SIZE_MAX / 2)
         return ml_errf(err, ML_E_NOMEM, "arena: %llu bytes exceed this address space (cap the context with -c)",
@@ -235,20 +236,21 @@ static ml_status carve_state(ml_model *m, ml_err *err) {
     int i = 0;
     m->w.layers = ml_arena_alloc(a, p.n[i++]);
     st->x = ml_arena_alloc(a, p.n[i++]);
-    st->xb = ml_arena_alloc(a, p.n[i++]);
-    st->xb2 = ml_arena_alloc(a, p.n[i++]);
-    st->hb = ml_arena_alloc(a, p.n[i++]);
-    st->hb2 = ml_arena_alloc(a, p.n[i++]);
+    st->x_norm = ml_arena_alloc(a, p.n[i++]);
+    st->attn_out = ml_arena_alloc(a, p.n[i++]);
+    st->branch_out = ml_arena_alloc(a, p.n[i++]);
+    st->ffn_gate = ml_arena_alloc(a, p.n[i++]);
+    st->ffn_up = ml_arena_alloc(a, p.n[i++]);
     st->q = ml_arena_alloc(a, p.n[i++]);
-    st->att = ml_arena_alloc(a, p.n[i++]);
+    st->att_scores = ml_arena_alloc(a, p.n[i++]);
     st->logits = ml_arena_alloc(a, p.n[i++]);
     st->key_cache = ml_arena_alloc(a, p.n[i++]);
     st->val_cache = ml_arena_alloc(a, p.n[i++]);
     st->rope_cos = ml_arena_alloc(a, p.n[i++]);
     st->rope_sin = ml_arena_alloc(a, p.n[i++]);
-    st->qa.q = ml_arena_alloc(a, p.n[i++]);
-    st->qa.d = ml_arena_alloc(a, p.n[i++]);
-    st->scratch = ml_arena_alloc(a, p.n[i++]);
+    st->x_q8.q = ml_arena_alloc(a, p.n[i++]);
+    st->x_q8.d = ml_arena_alloc(a, p.n[i++]);
+    st->sampler_scratch = ml_arena_alloc(a, p.n[i++]);
     m->kv_bytes = (size_t)(2 * kv);
     return ML_OK;
 }

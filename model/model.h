@@ -49,19 +49,20 @@ typedef struct {
 
 typedef struct {
     float *x;          /* (dim) residual stream */
-    float *xb;         /* (dim) normed input / attention output */
-    float *xb2;        /* (dim) projection output */
-    float *hb;         /* (hidden_dim) gate */
-    float *hb2;        /* (hidden_dim) up */
-    float *q;          /* (dim) query */
-    float *att;        /* (n_heads, max_seq) attention scores */
+    float *x_norm;     /* (dim) RMSNorm(x): input of the q/k/v and w1/w3 projections */
+    float *attn_out;   /* (n_heads, head_dim) attention output: input of wo */
+    float *branch_out; /* (dim) output of wo or w2, added to x */
+    float *ffn_gate;   /* (hidden_dim) silu(w1 x) * (w3 x): input of w2 */
+    float *ffn_up;     /* (hidden_dim) w3 x */
+    float *q;          /* (n_heads, head_dim) query */
+    float *att_scores; /* (n_heads, max_seq) attention weights after softmax */
     float *logits;     /* (vocab) */
     float *key_cache;  /* (n_layers, max_seq, kv_dim) */
     float *val_cache;  /* (n_layers, max_seq, kv_dim) */
     float *rope_cos;   /* (max_seq, head_dim/2) */
     float *rope_sin;   /* (max_seq, head_dim/2) */
-    ml_qact qa;        /* Q8_0 activations, (max(dim, hidden_dim)) */
-    void *scratch;     /* (vocab) sampler workspace, see sampler.h */
+    ml_qact x_q8;      /* (max(dim, hidden_dim)) Q8_0 of the next matvec's input */
+    void *sampler_scratch; /* (vocab) sampler workspace, see sampler.h */
 } ml_state;
 
 typedef struct {

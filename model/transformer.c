@@ -24,29 +24,29 @@ ml_status ml_forward(ml_model *m, int token, int pos, ml_err *err) {
         float *k = kc + (size_t)pos * kv_dim, *v = vc + (size_t)pos * kv_dim;
 
         /* ---- attention: q, k, v projections straight into the KV cache ---- */
-        ml_k_rmsnorm(s->xb, s->x, L->attn_norm, dim, c->norm_eps);
-        ml_op_quantize(&s->qa, s->xb, dim);
+        ml_k_rmsnorm(s->x_norm, s->x, L->attn_norm, dim, c->norm_eps);
+        ml_op_quantize(&s->x_q8, s->x_norm, dim);
         ml_matvec_job qkv[3] = {{s->q, &L->wq}, {k, &L->wk}, {v, &L->wv}};
-        ml_op_matvecs(o, qkv, 3, &s->qa);
+        ml_op_matvecs(o, qkv, 3, &s->x_q8);
         ml_k_rope(s->q, k, s->rope_cos + (size_t)pos * half, s->rope_sin + (size_t)pos * half,
                   c->head_dim, c->n_heads, c->n_kv_heads);
         ml_attn_args at = {
-            .q = s->q, .kc = kc, .vc = vc, .att = s->att, .out = s->xb, .pos = pos,
+            .q = s->q, .kc = kc, .vc = vc, .att = s->att_scores, .out = s->attn_out, .pos = pos,
             .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim,
             .max_seq = c->max_seq,
         };
         ml_op_attention(o, &at);
-        ml_op_quantize(&s->qa, s->xb, dim);
-        ml_op_matvec(o, s->xb2, &L->wo, &s->qa);
-        ml_k_add(s->x, s->xb2, dim);
+        ml_op_quantize(&s->x_q8, s->attn_out, dim);
+        ml_op_matvec(o, s->branch_out, &L->wo, &s->x_q8);
+        ml_k_add(s->x, s->branch_out, dim);
 
         /* ---- feed-forward: w2(silu(w1 x) * w3 x) ---- */
-        ml_k_rmsnorm(s->xb, s->x, L->ffn_norm, dim, c->norm_eps);
-        ml_op_quantize(&s->qa, s->xb, dim);
-        ml_op_gate_up(o, s->hb, s->hb2, &L->w1, &L->w3, &s->qa);
-        ml_op_quantize(&s->qa, s->hb, c->hidden_dim);
-        ml_op_matvec(o, s->xb, &L->w2, &s->qa);
-        ml_k_add(s->x, s->xb, dim);
+        ml_k_rmsnorm(s->x_norm, s->x, L->ffn_norm, dim, c->norm_eps);
+        ml_op_quantize(&s->x_q8, s->x_norm, dim);
+        ml_op_gate_up(o, s->ffn_gate, s->ffn_up, &L->w1, &L->w3, &s->x_q8);
+        ml_op_quantize(&s->x_q8, s->ffn_gate, c->hidden_dim);
+        ml_op_matvec(o, s->branch_out, &L->w2, &s->x_q8);
+        ml_k_add(s->x, s->branch_out, dim);
     }
 
     /* Finite weights can still overflow float32 (a damaged file); the
@@ -56,8 +56,8 @@ ml_status ml_forward(ml_model *m, int token, int pos, ml_err *err) {
             return ml_errf(err, ML_E_FORMAT, "position %d: residual element %d is %g, not finite: "
                            "the model's weights overflow float32", pos, i, (double)s->x[i]);
     ml_k_rmsnorm(s->x, s->x, m->w.final_norm, dim, c->norm_eps);
-    ml_op_quantize(&s->qa, s->x, dim);
-    ml_op_matvec(o, s->logits, &m->w.wcls, &s->qa);
+    ml_op_quantize(&s->x_q8, s->x, dim);
+    ml_op_matvec(o, s->logits, &m->w.wcls, &s->x_q8);
     /* The final norm or the classifier can overflow too: no caller samples
      * from, or benchmarks, logits that are not finite. */
     for (int i = 0; i < c->vocab; i++)

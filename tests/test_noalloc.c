@@ -54,7 +54,7 @@ int ml_main(int argc, char **argv) {
         if (!have_tok) SKIP("tokenizer in the loop: %s not found", tpath);
 
         ml_sampler smp;
-        ml_sampler_init(&smp, 512, 0.9f, 0.9f, 42, m.s.scratch);
+        ml_sampler_init(&smp, 512, 0.9f, 0.9f, 42, m.s.sampler_scratch);
         int prompt[3] = {1, 200, 300};
         sink sk = {have_tok ? &tok : NULL, 0};
         ml_gen_callbacks cb = {.on_token = on_token, .ud = &sk};
@@ -68,9 +68,9 @@ int ml_main(int argc, char **argv) {
               wt ? "Q4_0" : "Q8_0", during);
         /* Plain multinomial and greedy paths too. */
         before = n_allocs;
-        ml_sampler_init(&smp, 512, 1.0f, 1.0f, 3, m.s.scratch);
+        ml_sampler_init(&smp, 512, 1.0f, 1.0f, 3, m.s.sampler_scratch);
         ml_generate(&m, &smp, prompt, 1, 64, &cb, &n_pos, &err);
-        ml_sampler_init(&smp, 512, 0.0f, 0.0f, 3, m.s.scratch);
+        ml_sampler_init(&smp, 512, 0.0f, 0.0f, 3, m.s.sampler_scratch);
         ml_generate(&m, &smp, prompt, 1, 64, &cb, &n_pos, &err);
         CHECK(n_allocs == before, "%ld allocations in greedy/multinomial generation", n_allocs - before);
         if (have_tok) {
