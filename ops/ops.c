@@ -23,12 +23,58 @@ static void split_rows(int rows, int ith, int nth, int *r0, int *r1) {
     *r1 = *r0 + chunk < rows ? *r0 + chunk : rows;
 }
 
+/* ---- weight types: one row per type the ops can run -------------------- */
+
+/* The row-range matvec and the row dequantizer of each weight type, indexed
+ * by ml_type (ggml's type-traits table): a type without a row has no kernel,
+ * so it can never run another format's kernel over its bytes. */
+typedef void (*matvec_fn)(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1);
+typedef void (*dequant_row_fn)(float *out, const ml_qtensor *W, int row);
+
+static void dequant_row_q8(float *out, const ml_qtensor *W, int row) {
+    int nb = W->cols / ML_QK;
+    const float *d = W->d + (size_t)row * nb;
+    const int8_t *q = W->q + (size_t)row * W->cols;
+    for (int b = 0; b < nb; b++)
+        for (int j = 0; j < ML_QK; j++) out[b * ML_QK + j] = d[b] * (float)q[b * ML_QK + j];
+}
+
+static void dequant_row_q4(float *out, const ml_qtensor *W, int row) {
+    int nb = W->cols / ML_QK;
+    const float *d = W->d + (size_t)row * nb;
+    const uint8_t *q = (const uint8_t *)W->q + (size_t)row * W->cols / 2;
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *blk = q + b * ML_Q4_BLOCK_BYTES;
+        for (int j = 0; j < ML_Q4_BLOCK_BYTES; j++) {
+            out[b * ML_QK + j] = d[b] * (float)((blk[j] & 0x0F) - ML_Q4_OFFSET);
+            out[b * ML_QK + j + 16] = d[b] * (float)((blk[j] >> 4) - ML_Q4_OFFSET);
+        }
+    }
+}
+
+static const struct {
+    matvec_fn matvec;
+    dequant_row_fn dequant_row;
+} weight_types[] = {
+    [ML_TYPE_Q4_0] = {ml_k_matvec_q4, dequant_row_q4},
+    [ML_TYPE_Q8_0] = {ml_k_matvec_q8, dequant_row_q8},
+};
+
+int ml_op_type_supported(int type) {
+    return type >= 0 && type < (int)(sizeof weight_types / sizeof *weight_types) && weight_types[type].matvec;
+}
+
+/* Outside the contract (a type the loader would have refused): NaN, which
+ * ml_forward's finiteness checks report, rather than numbers from bytes of
+ * another format. */
+static void fill_nan(float *y, int n) {
+    for (int i = 0; i < n; i++) y[i] = NAN;
+}
+
 static void matvec_rows(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
     if (r0 >= r1) return;
-    if (W->type == ML_TYPE_Q8_0)
-        ml_k_matvec_q8(y, W, x, r0, r1);
-    else
-        ml_k_matvec_q4(y, W, x, r0, r1);
+    if (ml_op_type_supported(W->type)) weight_types[W->type].matvec(y, W, x, r0, r1);
+    else fill_nan(y + r0, r1 - r0);
 }
 
 /* ---- batched matvec ---------------------------------------------------- */
@@ -89,22 +135,8 @@ void ml_op_quantize(ml_qact *out, const float *x, int k) {
 }
 
 void ml_op_dequant_row(float *out, const ml_qtensor *W, int row) {
-    int nb = W->cols / ML_QK;
-    const float *d = W->d + (size_t)row * nb;
-    if (W->type == ML_TYPE_Q8_0) {
-        const int8_t *q = W->q + (size_t)row * W->cols;
-        for (int b = 0; b < nb; b++)
-            for (int j = 0; j < ML_QK; j++) out[b * ML_QK + j] = d[b] * (float)q[b * ML_QK + j];
-        return;
-    }
-    const uint8_t *q = (const uint8_t *)W->q + (size_t)row * W->cols / 2;
-    for (int b = 0; b < nb; b++) {
-        const uint8_t *blk = q + b * ML_Q4_BLOCK_BYTES;
-        for (int j = 0; j < ML_Q4_BLOCK_BYTES; j++) {
-            out[b * ML_QK + j] = d[b] * (float)((blk[j] & 0x0F) - ML_Q4_OFFSET);
-            out[b * ML_QK + j + 16] = d[b] * (float)((blk[j] >> 4) - ML_Q4_OFFSET);
-        }
-    }
+    if (ml_op_type_supported(W->type)) weight_types[W->type].dequant_row(out, W, row);
+    else fill_nan(out, W->cols);
 }
 
 /* ---- attention, split by head ------------------------------------------ */

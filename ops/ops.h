@@ -17,6 +17,12 @@ typedef struct {
 ml_status ml_ops_init(ml_ops *o, int n_threads, ml_err *err);
 void ml_ops_free(ml_ops *o);
 
+/* 1 if the ops have kernels for weight type `type` (an ml_type): Q8_0, Q4_0.
+ * Contract: every matrix passed to an ml_op_* has such a type (the loader
+ * refuses files of other types). A matrix of any other type makes the op's
+ * outputs NaN instead of running another type's kernel over its bytes. */
+int ml_op_type_supported(int type);
+
 /* One matrix-vector product of a batch: y = W x. */
 typedef struct {
     float *y;              /* (W->rows) */
