@@ -146,10 +146,28 @@ static const float *take_norm(cursor *c, int n, const char *name, int layer) {
     return v;
 }
 
+/* Q8_0 quants are symmetric, [-127, 127] (DESIGN §4): the x86 kernels
+ * multiply |x| by w * sign(x), and -(-128) does not fit int8, so a -128 from
+ * a foreign writer would give each ISA a different answer. One memchr pass
+ * over the quants (the first pass maps them anyway). */
+static void check_q8_range(cursor *c, const int8_t *q, int rows, int cols, const char *name, int layer) {
+    if (c->status || !q || !c->check_values) return;
+    const int8_t *hit = memchr(q, 0x80, (size_t)rows * (size_t)cols);
+    if (hit) {
+        size_t i = (size_t)(hit - q);
+        c->status = ml_errf(c->err, ML_E_FORMAT,
+                            "%s: tensor %s (layer %d) row %zu block %zu: Q8_0 quant -128 (element %zu),"
+                            " expected -%d..%d",
+                            c->path, name, layer, i / (size_t)cols, i % (size_t)cols / ML_QK, i, ML_Q8_MAX,
+                            ML_Q8_MAX);
+    }
+}
+
 static ml_qtensor take_matrix(cursor *c, int type, int rows, int cols, const char *name, int layer) {
     ml_qtensor t = {.rows = rows, .cols = cols, .type = (uint8_t)type};
     uint64_t n = (uint64_t)rows * (uint64_t)cols;
     t.q = (int8_t *)take(c, ml_quant_bytes(type, n), name, layer);
+    if (type == ML_TYPE_Q8_0) check_q8_range(c, t.q, rows, cols, name, layer);
     t.d = (float *)take(c, n / ML_QK * sizeof(float), name, layer);
     check_finite(c, t.d, n / ML_QK, name, layer);
     return t;

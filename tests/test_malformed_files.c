@@ -2,9 +2,9 @@
  * and tests/test_tokenizer.c have the hand-picked cases; this walks the
  * layouts): a .mlb cut at every byte of the header and at the start, inside
  * the padding before, the middle and the last byte of every array; arrays
- * laid out at other alignments; a NaN in every scale and norm array; a
- * tokenizer.bin cut at every byte and with each entry's length running past
- * the end. Each case expects the exact ml_status and a message naming the
+ * laid out at other alignments; a NaN in every scale and norm array; a Q8_0
+ * -128 in every quant array; a tokenizer.bin cut at every byte and with each
+ * entry's length running past the end. Each case expects the exact ml_status and a message naming the
  * field or tensor, through both the mmap and the read path. */
 #include <math.h>
 #include <stdlib.h>
@@ -24,6 +24,7 @@ typedef struct {
     char tensor[16]; /* as the loader names it: "wq" */
     int layer;       /* -1 outside the layers */
     int scales;      /* 1: a float array that must be finite (X.d or a norm) */
+    uint32_t cols;   /* of the matrix whose quants these are; 0 for floats */
     uint64_t off, bytes;
 } array_info;
 
@@ -46,6 +47,7 @@ static void add_matrix(layout *L, const ml_mlb_header *h, const char *name, int 
                        uint32_t rows, uint32_t cols) {
     uint64_t n = (uint64_t)rows * cols;
     add(L, name, layer, 0, ml_quant_bytes((ml_type)h->wtype, n));
+    L->a[L->n - 1].cols = cols;
     add(L, name, layer, 1, n / ML_QK * 4);
 }
 
@@ -246,6 +248,44 @@ static void test_mlb_walk(uint32_t wtype) {
         cases++;
     }
     snprintf(what, sizeof what, "%s: NaN/Inf in each of %d scale and norm arrays -> ML_E_FORMAT naming it", wname, cases);
+    GROUP_DONE(what, f0);
+
+    /* The byte 0x80 in every quant array, first, middle and last element:
+     * a Q8_0 -128 is refused naming tensor, row and block; a Q4_0 0x80 is
+     * the nibbles 0 and 8, both legal. The intact image holds -127 and 127. */
+    f0 = tl_failed;
+    cases = 0;
+    unsigned char *bad = malloc(L.end);
+    for (int i = 0; i < L.n; i++) {
+        const array_info *a = &L.a[i];
+        if (a->scales) continue;
+        uint64_t at[3] = {0, a->bytes / 2 + 7, a->bytes - 1};
+        for (int k = 0; k < 3; k++) {
+            memcpy(bad, img, L.end);
+            bad[a->off + at[k]] = 0x80;
+            write_bytes(bad, L.end);
+            snprintf(what, sizeof what, "%s 0x80 at quant byte %llu of %s (layer %d)", wname,
+                     (unsigned long long)at[k], a->tensor, a->layer);
+            if (wtype == ML_TYPE_Q8_0) {
+                snprintf(part, sizeof part, "tensor %s (layer %d) row %llu block %llu: Q8_0 quant -128",
+                         a->tensor, a->layer, (unsigned long long)(at[k] / a->cols),
+                         (unsigned long long)(at[k] % a->cols / ML_QK));
+                expect_open(ML_E_FORMAT, part, what);
+            } else {
+                expect_open(ML_OK, "", what);
+            }
+            cases++;
+        }
+    }
+    free(bad);
+    int has_min = 0, has_max = 0;
+    for (int i = 0; i < L.n && wtype == ML_TYPE_Q8_0; i++)
+        for (uint64_t k = 0; k < L.a[i].bytes && !L.a[i].scales; k++)
+            has_min |= img[L.a[i].off + k] == 0x81, has_max |= img[L.a[i].off + k] == 0x7F;
+    CHECK(wtype != ML_TYPE_Q8_0 || (has_min && has_max), "the intact Q8_0 image holds -127 and 127");
+    snprintf(what, sizeof what, wtype == ML_TYPE_Q8_0
+             ? "%s: -128 at %d places in the quant arrays -> ML_E_FORMAT naming tensor, row, block"
+             : "%s: byte 0x80 at %d places in the quant arrays loads (nibbles 0 and 8)", wname, cases);
     GROUP_DONE(what, f0);
     free(img);
 }
