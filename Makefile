@@ -133,6 +133,7 @@ $(BUILD)/obj/%.o: %.c
 $(BUILD)/ml_run $(BUILD)/ml_bench $(BUILD)/ml_perplexity: $(BUILD)/%: $(BUILD)/obj/app/%.o $(APP_OBJ) $(GUARD_OBJ) $(LIB_OBJ)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 $(BUILD)/ml_perplexity: $(call obj,app/perplexity.c)
+$(BUILD)/ml_bench: $(call obj,$(wildcard app/bench_*.c))
 $(TESTS): $(BUILD)/%: $(BUILD)/obj/tests/%.o $(GUARD_OBJ) $(LIB_OBJ)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(TEST_LDFLAGS_$(notdir $@))
 

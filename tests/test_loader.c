@@ -5,8 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "model/mlb_random.h"
 #include "model/model.h"
-#include "tests/mlb_writer.h"
 #include "tests/testlib.h"
 
 static char path[64];
@@ -21,8 +21,10 @@ static ml_status open_file(ml_err *err) {
 
 /* A valid small model, written to `path`; returns its size. */
 static uint64_t write_valid(uint32_t wtype, uint32_t shared) {
-    ml_mlb_header h = mlbw_header(64, 2, 4, 2, 96, 64, 32, wtype, shared);
-    return mlbw_write(path, &h, 1);
+    ml_mlb_header h = ml_mlb_make_header(64, 2, 4, 2, 96, 64, 32, wtype, shared);
+    ml_err err;
+    CHECK(ml_mlb_random_write(path, &h, 1, &err) == ML_OK, "write the model: %s", err.msg);
+    return ml_mlb_random_bytes(&h);
 }
 
 static void expect(ml_status want, const char *field, const char *what) {
@@ -140,8 +142,10 @@ int ml_main(int argc, char **argv) {
     /* ---- a context too large for memory: ML_E_NOMEM, not a crash ---- */
     f0 = tl_failed;
     {
-        ml_mlb_header h = mlbw_header(32, 1024, 2, 2, 32, 32, 1u << 20, ML_TYPE_Q8_0, 1);
-        mlbw_write(path, &h, 3); /* KV cache 2 * 1024 * 2^20 * 32 * 4 B = 256 GiB */
+        ml_mlb_header h = ml_mlb_make_header(32, 1024, 2, 2, 32, 32, 1u << 20, ML_TYPE_Q8_0, 1);
+        ml_err werr;
+        /* KV cache 2 * 1024 * 2^20 * 32 * 4 B = 256 GiB */
+        CHECK(ml_mlb_random_write(path, &h, 3, &werr) == ML_OK, "write the model: %s", werr.msg);
         FILE *oc = fopen("/proc/sys/vm/overcommit_memory", "r");
         int mode = oc ? fgetc(oc) : '0';
         if (oc) fclose(oc);

@@ -11,9 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "model/mlb_random.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
-#include "tests/mlb_writer.h"
 #include "tests/testlib.h"
 
 static char path[64];
@@ -127,7 +127,7 @@ static void tensor_name(char *out, size_t n, const array_info *a) {
 static void test_mlb_walk(uint32_t wtype) {
     const char *wname = wtype == ML_TYPE_Q8_0 ? "Q8_0" : "Q4_0";
     /* vocab 37 and kv_dim 16 leave padding gaps between arrays. */
-    ml_mlb_header h = mlbw_header(32, 2, 2, 1, 96, 37, 16, wtype, 0);
+    ml_mlb_header h = ml_mlb_make_header(32, 2, 2, 1, 96, 37, 16, wtype, 0);
     layout L = make_layout(&h, ML_ALIGN);
     unsigned char *img = make_image(&h, &L);
     char what[160], part[96];
@@ -183,7 +183,7 @@ static void test_mlb_walk(uint32_t wtype) {
     write_bytes(big, L.end);
     expect_open(ML_E_FORMAT, "file size: expected", "shared_classifier 1 but wcls present");
     free(big);
-    ml_mlb_header hu = mlbw_header(32, 2, 2, 1, 96, 37, 16, wtype, 1);
+    ml_mlb_header hu = ml_mlb_make_header(32, 2, 2, 1, 96, 37, 16, wtype, 1);
     layout Lu = make_layout(&hu, ML_ALIGN);
     unsigned char *shared = make_image(&hu, &Lu);
     hu.shared_classifier = 0; /* claims a wcls the file lacks */

@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include "model/generate.h"
+#include "model/mlb_random.h"
 #include "model/tokenizer.h"
-#include "tests/mlb_writer.h"
 #include "tests/testlib.h"
 
 static long n_allocs;
@@ -37,10 +37,10 @@ int ml_main(int argc, char **argv) {
 
     for (int wt = 0; wt < 2; wt++) {
         int wtype = wt ? ML_TYPE_Q4_0 : ML_TYPE_Q8_0;
-        ml_mlb_header h = mlbw_header(64, 2, 4, 2, 96, 512, 128, (uint32_t)wtype, 1);
-        CHECK(mlbw_write(path, &h, 7) > 0, "write model");
+        ml_mlb_header h = ml_mlb_make_header(64, 2, 4, 2, 96, 512, 128, (uint32_t)wtype, 1);
         ml_model m;
         ml_err err = {{0}};
+        CHECK(ml_mlb_random_write(path, &h, 7, &err) == ML_OK, "write model: %s", err.msg);
         ml_open_opts oo = {.use_mmap = 1, .n_threads = 1};
         ml_status s = ml_model_open(&m, path, &oo, &err);
         CHECK(s == ML_OK, "open: %s", err.msg);

@@ -1,0 +1,122 @@
+/* ml_bench's kernel figures, single thread: matvec GB/s and GOPS at the
+ * matrix shapes of real models (through the op layer's dispatch by weight
+ * type), and the float kernels at model widths. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/bench.h"
+#include "app/exit_codes.h"
+#include "config/ml_config.h"
+#include "ops/ops.h"
+
+/* ---- matvec --------------------------------------------------------------- */
+
+typedef struct { const char *model; int rows, cols; const char *what; } mv_shape;
+
+static const mv_shape mv_shapes[] = {
+    {"stories15M", 288, 288, "wq/wo"},  {"stories15M", 768, 288, "w1/w3"},
+    {"stories15M", 288, 768, "w2"},     {"stories15M", 32000, 288, "classifier"},
+    {"stories110M", 768, 768, "wq/wo"}, {"stories110M", 2048, 768, "w1/w3"},
+    {"stories110M", 768, 2048, "w2"},   {"stories110M", 32000, 768, "classifier"},
+    {"tinyllama", 2048, 2048, "wq/wo"}, {"tinyllama", 256, 2048, "wk/wv"},
+    {"tinyllama", 5632, 2048, "w1/w3"}, {"tinyllama", 2048, 5632, "w2"},
+    {"tinyllama", 32000, 2048, "classifier"},
+};
+
+typedef struct { ml_ops *ops; float *y; ml_qtensor W; ml_qact x; } mv_ctx;
+
+static void run_matvec(void *c) {
+    mv_ctx *m = c;
+    ml_op_matvec(m->ops, m->y, &m->W, &m->x);
+}
+
+static int bench_one_matvec(const ml_bench_opts *o, ml_ops *ops, const mv_shape *s, int wtype, ml_rng *rng) {
+    const char *tn = wtype == ML_TYPE_Q8_0 ? "q8_0" : "q4_0";
+    size_t n = (size_t)s->rows * s->cols, qb = (size_t)ml_quant_bytes(wtype, n), db = n / ML_QK * 4;
+    mv_ctx c = {
+        .ops = ops,
+        .y = ml_bench_alloc((size_t)s->rows * 4),
+        .W = {.q = ml_bench_alloc(qb), .d = ml_bench_alloc(db), .rows = s->rows, .cols = s->cols, .type = (uint8_t)wtype},
+        .x = {.q = ml_bench_alloc((size_t)s->cols), .d = ml_bench_alloc((size_t)s->cols / ML_QK * 4), .n = s->cols},
+    };
+    int rc = ML_EXIT_OK;
+    if (!c.y || !c.W.q || !c.W.d || !c.x.q || !c.x.d) {
+        fprintf(stderr, "ml_bench: out of memory for %dx%d\n", s->rows, s->cols);
+        rc = ML_EXIT_FAIL;
+    } else {
+        ml_rng_quants(rng, c.W.q, qb, wtype);
+        ml_rng_floats(rng, c.W.d, n / ML_QK, 1e-3f, 2e-3f);
+        ml_rng_quants(rng, c.x.q, (size_t)s->cols, ML_TYPE_Q8_0);
+        ml_rng_floats(rng, c.x.d, (size_t)s->cols / ML_QK, 1e-2f, 2e-2f);
+        double t[64];
+        for (int r = 0; r < o->reps; r++) t[r] = ml_bench_time_call(run_matvec, &c);
+        ml_bench_stats st = ml_bench_summarize(t, o->reps);
+        double bytes = (double)(qb + db);
+        printf("  matvec_%s %-11s %-10s %5dx%-5d %8.2f us  %7.1f GB/s  %7.1f GOPS  (%.1f-%.1f GB/s)\n", tn,
+               s->model, s->what, s->rows, s->cols, st.med * 1e6, bytes / st.med / 1e9,
+               2.0 * (double)n / st.med / 1e9, bytes / st.hi / 1e9, bytes / st.lo / 1e9);
+        printf("#row kernel %s matvec_%s_%dx%d %.3f\n", ML_ISA_NAME, tn, s->rows, s->cols, bytes / st.med / 1e9);
+    }
+    free(c.y), free(c.W.q), free(c.W.d), free(c.x.q), free(c.x.d);
+    return rc;
+}
+
+int ml_bench_matvecs(const ml_bench_opts *o, int wtype, ml_rng *rng) {
+    ml_ops ops;
+    ml_err err;
+    if (ml_ops_init(&ops, 1, &err)) {
+        fprintf(stderr, "ml_bench: %s\n", err.msg);
+        return ML_EXIT_FAIL;
+    }
+    int rc = ML_EXIT_OK;
+    for (size_t i = 0; i < sizeof mv_shapes / sizeof *mv_shapes && !rc; i++)
+        if (!strcmp(o->shape, "all") || !strcmp(o->shape, mv_shapes[i].model))
+            rc = bench_one_matvec(o, &ops, &mv_shapes[i], wtype, rng);
+    ml_ops_free(&ops);
+    return rc;
+}
+
+/* ---- float kernels -------------------------------------------------------- */
+
+typedef struct { float *a, *b, *c; ml_qact qa; int n; int which; } vec_ctx;
+
+static void run_vec(void *p) {
+    vec_ctx *v = p;
+    switch (v->which) {
+    case 0: ml_k_quantize_q8(&v->qa, v->a, v->n); break;
+    case 1: ml_k_rmsnorm(v->c, v->a, v->b, v->n, 1e-5f); break;
+    case 2: memcpy(v->c, v->a, (size_t)v->n * 4); ml_k_softmax(v->c, v->n); break;
+    case 3: memcpy(v->c, v->a, (size_t)v->n * 4); ml_k_silu_mul(v->c, v->b, v->n); break;
+    case 4: v->c[0] += ml_k_dot_f32(v->a, v->b, v->n); break;
+    case 5: ml_k_axpy_f32(v->c, 0.5f, v->a, v->n); break;
+    }
+}
+
+int ml_bench_vectors(const ml_bench_opts *o, ml_rng *rng) {
+    static const char *names[] = {"quantize_q8", "rmsnorm", "softmax", "silu_mul", "dot_f32", "axpy_f32"};
+    static const int sizes[] = {288, 2048, 5632, 32000};
+    for (int w = 0; w < 6; w++)
+        for (int k = 0; k < 4; k++) {
+            int n = sizes[k];
+            if ((w == 0 || w == 1 || w == 3) && n == 32000) continue; /* not a width these run at */
+            vec_ctx v = {ml_bench_alloc((size_t)n * 4), ml_bench_alloc((size_t)n * 4), ml_bench_alloc((size_t)n * 4),
+                         {ml_bench_alloc((size_t)n), ml_bench_alloc((size_t)n / ML_QK * 4), n}, n, w};
+            int ok = v.a && v.b && v.c && v.qa.q && v.qa.d;
+            if (ok) {
+                ml_rng_floats(rng, v.a, (size_t)n, -4.0f, 4.0f);
+                ml_rng_floats(rng, v.b, (size_t)n, -1.0f, 1.0f);
+                ml_rng_floats(rng, v.c, (size_t)n, -1.0f, 1.0f);
+                double t[64];
+                for (int r = 0; r < o->reps; r++) t[r] = ml_bench_time_call(run_vec, &v);
+                ml_bench_stats st = ml_bench_summarize(t, o->reps);
+                printf("  %-12s n=%-6d %9.3f us  %7.2f Gelem/s\n", names[w], n, st.med * 1e6, n / st.med / 1e9);
+            }
+            free(v.a), free(v.b), free(v.c), free(v.qa.q), free(v.qa.d);
+            if (!ok) {
+                fprintf(stderr, "ml_bench: out of memory for %s n=%d\n", names[w], n);
+                return ML_EXIT_FAIL;
+            }
+        }
+    return ML_EXIT_OK;
+}

@@ -1,0 +1,40 @@
+/* How ml_bench measures: repeated timing, medians, large aligned buffers. */
+#include <stdlib.h>
+
+#include "app/bench.h"
+#include "app/cli.h"
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+ml_bench_stats ml_bench_summarize(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    ml_bench_stats s = {n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]), v[0], v[n - 1]};
+    return s;
+}
+
+double ml_bench_time_call(void (*fn)(void *ctx), void *ctx) {
+    int calls = 1;
+    for (;;) {
+        double t0 = ml_cli_now();
+        for (int i = 0; i < calls; i++) fn(ctx);
+        double dt = ml_cli_now() - t0;
+        if (dt > 0.05 || calls > (1 << 24)) return dt / calls;
+        calls *= dt > 0.005 ? 4 : 16;
+    }
+}
+
+void *ml_bench_alloc(size_t n) {
+    size_t align = n >= (2u << 20) ? (2u << 20) : 64;
+    void *p = aligned_alloc(align, (n + align - 1) / align * align);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (p && align > 64) madvise(p, (n + align - 1) / align * align, MADV_HUGEPAGE);
+#endif
+    return p;
+}

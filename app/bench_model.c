@@ -1,0 +1,107 @@
+/* ml_bench's model figures: decode tok/s, ms/token, effective GB/s of
+ * weights streamed and resident memory, per thread count, for a .mlb (-m) or
+ * for random weights built in memory at a named shape (--shape). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/bench.h"
+#include "app/bench_shapes.h"
+#include "app/cli.h"
+#include "app/exit_codes.h"
+#include "config/ml_config.h"
+#include "model/model.h"
+#include "model/sampler.h"
+
+static long resident_kib(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    char line[256];
+    long kib = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld", &kib) == 1) break;
+    fclose(f);
+    return kib;
+}
+
+/* Greedy decode of `tokens` tokens from position 0 (llama-bench's tg). */
+static double decode_seconds(ml_model *m, int tokens) {
+    int token = 1;
+    ml_err err;
+    double t0 = ml_cli_now();
+    for (int pos = 0; pos < tokens; pos++) {
+        if (ml_forward(m, token, pos, &err)) return -1;
+        token = ml_argmax(m->s.logits, m->cfg.vocab);
+    }
+    return ml_cli_now() - t0;
+}
+
+static int bench_model(const ml_bench_opts *o, const ml_bench_bw *bw, const char *label, const void *data,
+                       size_t size, int nth) {
+    ml_model m;
+    ml_err err = {{0}};
+    ml_open_opts oo = {.use_mmap = o->use_mmap, .n_threads = nth};
+    ml_status s = data ? ml_model_open_buffer(&m, data, size, label, &oo, &err)
+                       : ml_model_open(&m, o->model_path, &oo, &err);
+    if (s) {
+        fprintf(stderr, "ml_bench: %s: %s (%s)\n", label, err.msg, ml_status_name(s));
+        return ML_EXIT_FAIL;
+    }
+    int tokens = o->tokens < m.cfg.max_seq ? o->tokens : m.cfg.max_seq;
+    /* Bytes of weights one token streams: every matrix once, plus one embedding row. */
+    double per_tok = (double)m.weight_bytes - (m.cfg.shared_classifier ? 0.0 : (double)(
+        ml_quant_bytes(m.cfg.wtype, (uint64_t)m.cfg.vocab * m.cfg.dim) + (uint64_t)m.cfg.vocab * m.cfg.dim / ML_QK * 4));
+    decode_seconds(&m, tokens < 8 ? tokens : 8); /* warm caches and page in */
+    double t[64];
+    for (int r = 0; r < o->reps; r++) t[r] = decode_seconds(&m, tokens);
+    ml_bench_stats st = ml_bench_summarize(t, o->reps);
+    double tps = tokens / st.med;
+    const char *tn = m.cfg.wtype == ML_TYPE_Q8_0 ? "q8_0" : "q4_0";
+    printf("  %-12s %s  %dT  %8.1f tok/s  %7.3f ms/token  %6.1f GB/s  RSS %6.1f MiB  (%.1f-%.1f tok/s; weights %s)\n",
+           label, tn, nth, tps, 1e3 / tps, per_tok * tps / 1e9, resident_kib() / 1024.0,
+           tokens / st.hi, tokens / st.lo, ml_file_kind_name(m.file.kind));
+    if (o->bw) {
+        double med, peak = ml_bench_read_bandwidth(bw, o->reps, nth, &med);
+        if (peak > 0)
+            printf("  %-12s %s  %dT  %5.1f%% of the read bandwidth measured next: %.1f GB/s (median %.1f)\n", label,
+                   tn, nth, 100.0 * per_tok * tps / 1e9 / peak, peak, med);
+        else
+            printf("  %-12s read bandwidth not measured: no memory for its 1 GiB buffer\n", label);
+    }
+    printf("#row model %s %s_%s_%dT %.2f\n", ML_ISA_NAME, label, tn, nth, tps);
+    fflush(stdout);
+    ml_model_close(&m);
+    return ML_EXIT_OK;
+}
+
+/* A named shape's .mlb image with random weights (model/mlb_random.h), in a
+ * buffer the model decodes from in place. */
+static int bench_shape(const ml_bench_opts *o, const ml_bench_bw *bw, const ml_bench_shape *s, int wtype,
+                       ml_rng *rng) {
+    ml_mlb_header h = ml_mlb_make_header((uint32_t)s->dim, (uint32_t)s->n_layers, (uint32_t)s->n_heads,
+                                         (uint32_t)s->n_kv_heads, (uint32_t)s->hidden_dim, (uint32_t)s->vocab,
+                                         (uint32_t)s->max_seq, (uint32_t)wtype, (uint32_t)s->shared_classifier);
+    size_t size = (size_t)ml_mlb_random_bytes(&h);
+    unsigned char *img = ml_bench_alloc(size);
+    if (!img) {
+        fprintf(stderr, "ml_bench: out of memory building %s\n", s->name);
+        return ML_EXIT_FAIL;
+    }
+    ml_mlb_random_fill(img, &h, ml_rng_next(rng));
+    int rc = ML_EXIT_OK;
+    for (int t = 0; t < o->n_threads && !rc; t++) rc = bench_model(o, bw, s->name, img, size, o->threads[t]);
+    free(img);
+    return rc;
+}
+
+int ml_bench_models(const ml_bench_opts *o, const ml_bench_bw *bw, ml_rng *rng) {
+    int rc = ML_EXIT_OK;
+    if (o->model_path) {
+        for (int t = 0; t < o->n_threads && !rc; t++) rc = bench_model(o, bw, o->model_path, NULL, 0, o->threads[t]);
+        return rc;
+    }
+    for (int k = 0; k < ML_BENCH_N_SHAPES && !rc; k++)
+        if (!strcmp(o->shape, "all") || !strcmp(o->shape, ml_bench_shapes[k].name))
+            for (int w = 0; w < o->n_wtypes && !rc; w++) rc = bench_shape(o, bw, &ml_bench_shapes[k], o->wtypes[w], rng);
+    return rc;
+}
