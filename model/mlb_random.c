@@ -1,10 +1,9 @@
 /* The random .mlb writer of model/mlb_random.h: one walk over the array
- * order of model/mlb.h, which measures the file when it has no buffer. */
+ * order of model/mlb.h, into a buffer, to a file, or only measuring. */
 #include "model/mlb_random.h"
 
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/quant.h"
@@ -50,41 +49,68 @@ ml_mlb_header ml_mlb_make_header(uint32_t dim, uint32_t n_layers, uint32_t n_hea
 
 /* ---- the arrays, in file order --------------------------------------------- */
 
+/* Where the bytes go: into buf, to f, or (neither) only counted. */
 typedef struct {
-    unsigned char *buf; /* NULL: only count the bytes */
+    unsigned char *buf;
+    FILE *f;
+    int io_error;
     uint64_t off;
     ml_rng rng;
     int wtype;
 } writer;
 
-/* To the next 64-byte boundary, writing the format's zero padding. */
-static void pad(writer *w) {
-    uint64_t at = (w->off + ML_ALIGN - 1) / ML_ALIGN * ML_ALIGN;
-    if (w->buf) memset(w->buf + w->off, 0, (size_t)(at - w->off));
-    w->off = at;
+/* Arrays are made in chunks, so a file needs no buffer of the model's size;
+ * a multiple of 8, so the quants are the same bytes as in one piece. */
+#define CHUNK 4096
+
+static int counting(const writer *w) { return !w->buf && !w->f; }
+
+static void emit(writer *w, const void *p, size_t n) {
+    if (w->buf) memcpy(w->buf + w->off, p, n);
+    else if (w->f && fwrite(p, 1, n, w->f) != n) w->io_error = 1;
+    w->off += n;
 }
 
-static void put_norm(writer *w, uint32_t n) {
-    pad(w);
-    if (w->buf) ml_rng_floats(&w->rng, (float *)(w->buf + w->off), n, 0.8f, 1.2f);
-    w->off += 4ull * n;
+/* To the next 64-byte boundary, writing the format's zero padding. */
+static void pad(writer *w) {
+    static const unsigned char zeros[ML_ALIGN];
+    emit(w, zeros, (size_t)((ML_ALIGN - w->off % ML_ALIGN) % ML_ALIGN));
 }
+
+static void put_quants(writer *w, uint64_t n) {
+    int8_t chunk[CHUNK];
+    pad(w);
+    if (counting(w)) w->off += n;
+    for (uint64_t i = 0; i < n && !counting(w); i += CHUNK) {
+        size_t k = n - i < CHUNK ? (size_t)(n - i) : CHUNK;
+        ml_rng_quants(&w->rng, chunk, k, w->wtype);
+        emit(w, chunk, k);
+    }
+}
+
+static void put_floats(writer *w, uint64_t n, float lo, float hi) {
+    float chunk[CHUNK / 4];
+    pad(w);
+    if (counting(w)) w->off += 4 * n;
+    for (uint64_t i = 0; i < n && !counting(w); i += CHUNK / 4) {
+        size_t k = n - i < CHUNK / 4 ? (size_t)(n - i) : CHUNK / 4;
+        ml_rng_floats(&w->rng, chunk, k, lo, hi);
+        emit(w, chunk, 4 * k);
+    }
+}
+
+static void put_norm(writer *w, uint32_t n) { put_floats(w, n, 0.8f, 1.2f); }
 
 /* Scales in [0.5, 1.5) / (largest quant * sqrt(cols)). */
 static void put_matrix(writer *w, uint32_t rows, uint32_t cols) {
-    uint64_t n = (uint64_t)rows * cols, qb = ml_quant_bytes((ml_type)w->wtype, n);
-    pad(w);
-    if (w->buf) ml_rng_quants(&w->rng, (int8_t *)(w->buf + w->off), (size_t)qb, w->wtype);
-    w->off += qb;
-    pad(w);
+    uint64_t n = (uint64_t)rows * cols;
     float unit = 1.0f / ((w->wtype == ML_TYPE_Q8_0 ? ML_Q8_MAX : ML_Q4_OFFSET) * sqrtf((float)cols));
-    if (w->buf) ml_rng_floats(&w->rng, (float *)(w->buf + w->off), (size_t)(n / ML_QK), 0.5f * unit, 1.5f * unit);
-    w->off += 4 * (n / ML_QK);
+    put_quants(w, ml_quant_bytes((ml_type)w->wtype, n));
+    put_floats(w, n / ML_QK, 0.5f * unit, 1.5f * unit);
 }
 
 static uint64_t walk(writer *w, const ml_mlb_header *h) {
-    if (w->buf) memcpy(w->buf, h, sizeof *h);
-    w->off = sizeof *h;
+    emit(w, h, sizeof *h);
     uint32_t kv = h->n_kv_heads * (h->dim / h->n_heads);
     put_matrix(w, h->vocab, h->dim);
     for (uint32_t l = 0; l < h->n_layers; l++) {
@@ -103,25 +129,23 @@ static uint64_t walk(writer *w, const ml_mlb_header *h) {
     return w->off;
 }
 
+/* splitmix-style spread, so seeds 1, 2, 3 start far apart (and never at 0) */
+static ml_rng seeded(uint64_t seed) { return (ml_rng){seed * 0x9E3779B97F4A7C15ull | 1}; }
+
 uint64_t ml_mlb_random_bytes(const ml_mlb_header *h) {
-    writer w = {.buf = NULL, .wtype = (int)h->wtype};
+    writer w = {.wtype = (int)h->wtype};
     return walk(&w, h);
 }
 
 void ml_mlb_random_fill(unsigned char *buf, const ml_mlb_header *h, uint64_t seed) {
-    /* splitmix-style spread, so seeds 1, 2, 3 start far apart (and never 0) */
-    writer w = {.buf = buf, .rng = {seed * 0x9E3779B97F4A7C15ull | 1}, .wtype = (int)h->wtype};
+    writer w = {.buf = buf, .rng = seeded(seed), .wtype = (int)h->wtype};
     walk(&w, h);
 }
 
 ml_status ml_mlb_random_write(const char *path, const ml_mlb_header *h, uint64_t seed, ml_err *err) {
-    uint64_t n = ml_mlb_random_bytes(h);
-    unsigned char *buf = n <= SIZE_MAX ? malloc((size_t)n) : NULL;
-    if (!buf) return ml_errf(err, ML_E_NOMEM, "%s: no memory for a %llu-byte model", path, (unsigned long long)n);
-    ml_mlb_random_fill(buf, h, seed);
-    FILE *f = fopen(path, "wb");
-    int ok = f && fwrite(buf, 1, (size_t)n, f) == n;
-    if (f && fclose(f)) ok = 0;
-    free(buf);
-    return ok ? ML_OK : ml_errf(err, ML_E_IO, "%s: cannot write the model", path);
+    writer w = {.f = fopen(path, "wb"), .rng = seeded(seed), .wtype = (int)h->wtype};
+    if (!w.f) return ml_errf(err, ML_E_IO, "%s: cannot create the model file", path);
+    walk(&w, h);
+    if (fclose(w.f) || w.io_error) return ml_errf(err, ML_E_IO, "%s: cannot write the model", path);
+    return ML_OK;
 }

@@ -33,7 +33,7 @@ uint64_t ml_mlb_random_bytes(const ml_mlb_header *h);
  * [0.8, 1.2), zero padding. */
 void ml_mlb_random_fill(unsigned char *buf, const ml_mlb_header *h, uint64_t seed);
 
-/* The same written to path. */
+/* The same bytes written to path (no buffer of the model's size). */
 ml_status ml_mlb_random_write(const char *path, const ml_mlb_header *h, uint64_t seed, ml_err *err);
 
 #endif

@@ -64,10 +64,21 @@ int ml_main(int argc, char **argv) {
     int f0 = tl_failed;
     for (int wt = 0; wt < 2; wt++)
         for (uint32_t sh = 0; sh < 2; sh++) {
-            write_valid(wt ? ML_TYPE_Q4_0 : ML_TYPE_Q8_0, sh);
+            uint32_t wtype = wt ? ML_TYPE_Q4_0 : ML_TYPE_Q8_0;
+            uint64_t n = write_valid(wtype, sh);
             expect(ML_OK, "", "valid model");
+            /* the writer's file and buffer forms are the same bytes */
+            ml_mlb_header h = ml_mlb_make_header(64, 2, 4, 2, 96, 64, 32, wtype, sh);
+            unsigned char *img = malloc(n), *file = malloc(n + 1);
+            ml_mlb_random_fill(img, &h, 1);
+            FILE *f = fopen(path, "rb");
+            size_t got = f ? fread(file, 1, n + 1, f) : 0;
+            if (f) fclose(f);
+            CHECK(got == n && !memcmp(img, file, n), "wtype %u shared %u: ml_mlb_random_write wrote %zu bytes, "
+                  "not the %llu of ml_mlb_random_fill", wtype, sh, got, (unsigned long long)n);
+            free(img), free(file);
         }
-    GROUP_DONE("valid models open", f0);
+    GROUP_DONE("valid models open; the .mlb writer's file equals its buffer", f0);
 
     /* ---- header fields ---- */
     f0 = tl_failed;
