@@ -21,49 +21,37 @@ CC       := $(if $(filter default,$(origin CC)),$(CROSS)gcc,$(CC))
 PYTHON   ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import numpy' 2>/dev/null && echo $$p && break; done)
 MODELS   ?= ../shared/models
 
-ISAS     := scalar sse2 sse41 avx2 avxvnni avx512vnni neon neon_dotprod sve
+# ---- the ISA registry (config/isas.txt) decides the names, the fallback chain
+# (the kernel folders compiled into a build) and each folder's flags ----
+ISA_LIST  := config/isas.txt
+isas      = awk -f tools/isas.awk -v want=$(1) -v isa=$(2) -v arch=$(ARCH) $(ISA_LIST)
+ISAS      := $(shell $(call isas,names))
 ifeq ($(filter $(ISA),$(ISAS)),)
 $(error unknown ISA='$(ISA)'; valid: $(ISAS))
 endif
 ifeq ($(filter $(THREADS),1 pthread),)
 $(error unknown THREADS='$(THREADS)'; valid: 1 pthread)
 endif
-
-# ---- the fallback chain: kernel folders compiled into an ISA's build ----
-CHAIN_scalar       := scalar
-CHAIN_sse2         := scalar sse2
-CHAIN_sse41        := $(CHAIN_sse2) sse41
-CHAIN_avx2         := $(CHAIN_sse41) avx2
-CHAIN_avxvnni      := $(CHAIN_avx2) avxvnni
-CHAIN_avx512vnni   := $(CHAIN_avxvnni) avx512vnni
-CHAIN_neon         := scalar neon
-CHAIN_neon_dotprod := $(CHAIN_neon) neon_dotprod
-CHAIN_sve          := $(CHAIN_neon_dotprod) sve
-CHAIN              := $(CHAIN_$(ISA))
-
-# ---- flags follow folders: only kernels/<isa>/ gets ISA flags. Each also
-# forbids the next ISA up, so a lower-ISA file cannot use a higher ISA. ----
-AARCH64            := $(findstring aarch64,$(shell $(CC) -dumpmachine 2>/dev/null))
-FLAGS_scalar       :=
-FLAGS_sse2         := -msse2 -mno-sse3
-FLAGS_sse41        := -msse4.1 -mno-sse4.2 -mno-avx
-FLAGS_avx2         := -mavx2 -mfma -mno-avx512f -mno-avxvnni
-FLAGS_avxvnni      := -mavx2 -mfma -mavxvnni -mno-avx512f
-FLAGS_avx512vnni   := -mavx512f -mavx512bw -mavx512vl -mavx512vnni -mfma
-FLAGS_neon         := $(if $(AARCH64),-march=armv8-a,-march=armv7-a -mfpu=neon -mfloat-abi=hard)
-FLAGS_neon_dotprod := -march=armv8.2-a+dotprod
-FLAGS_sve          := -march=armv8.2-a+dotprod+sve
+# clang cross-compiles with CROSS=<prefix> naming the target (CC=clang CROSS=aarch64-linux-gnu-).
+TARGET    := $(if $(and $(CROSS),$(findstring clang,$(CC))),--target=$(CROSS:%-=%))
+MACHINE   := $(shell $(CC) $(TARGET) -dumpmachine 2>/dev/null)
+ARCH      := $(if $(filter aarch64%,$(MACHINE)),aarch64,$(if $(filter arm%,$(MACHINE)),arm32,x86))
+CHAIN     := $(shell $(call isas,chain,$(ISA)))
+ifeq ($(CHAIN),)
+$(error ISA=$(ISA) does not build for $(ARCH) (compiler $(CC): $(MACHINE)); see config/isas.txt)
+endif
+isa_flags = $(shell $(call isas,flags,$(1)))
 
 OPT      := $(if $(filter 1,$(DEBUG)),-O0 -g,-O2)
 # SAN=1: AddressSanitizer + UndefinedBehaviorSanitizer; the first report stops the program.
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 OPT      += $(if $(filter 1,$(SAN)),-g $(SAN_FLAGS))
 CFLAGS   ?=
-CFLAGS   += -std=c11 $(OPT) -Wall -Wextra -ffp-contract=off -D_POSIX_C_SOURCE=200809L \
-            -I. -DML_ISA=$(ISA) -DML_THREADS_$(THREADS) \
+CFLAGS   += $(TARGET) -std=c11 $(OPT) -Wall -Wextra -ffp-contract=off -D_POSIX_C_SOURCE=200809L \
+            -I. -I$(BUILD)/gen -DML_ISA=$(ISA) -DML_THREADS_$(THREADS) \
             $(if $(ML_NO_MMAP),-DML_NO_MMAP) $(EXTRA_CFLAGS)
 LDFLAGS  ?=
-LDFLAGS  += $(if $(filter 1,$(SAN)),$(SAN_FLAGS))
+LDFLAGS  += $(TARGET) $(if $(filter 1,$(SAN)),$(SAN_FLAGS))
 # STATIC=1: no shared libraries at all, so the binary starts on any Linux of
 # its architecture, however old its C library (make dist).
 LDFLAGS  += $(if $(filter 1,$(STATIC)),-static)
@@ -80,10 +68,11 @@ endif
 LIB_SRC    := $(wildcard core/*.c model/*.c ops/*.c)
 GUARD_SRC  := core/isa_check.c app/main_guard.c
 LIB_SRC    := $(filter-out $(GUARD_SRC),$(LIB_SRC))
-# ASM=1: kernels listed in kernels/<isa>/asm.mk (ASM_KERNELS += name) come from name.S.
-ASM_KERNELS :=
-$(foreach i,$(CHAIN),$(eval -include kernels/$(i)/asm.mk)$(eval ASM_$(i) := $(ASM_KERNELS))$(eval ASM_KERNELS :=))
-ASM_FILES  = $(if $(filter 1,$(ASM)),$(foreach i,$(CHAIN),$(addprefix kernels/$(i)/,$(addsuffix .S,$(ASM_$(i))))))
+# ASM=1: the kernels that kernels/<isa>/asm.mk lists (ASM_SRC += kernels/<isa>/name.S)
+# come from name.S instead of name.c.
+ASM_SRC    :=
+-include $(foreach i,$(CHAIN),kernels/$(i)/asm.mk)
+ASM_FILES  := $(if $(filter 1,$(ASM)),$(ASM_SRC))
 KERN_SRC   := $(foreach i,$(CHAIN),$(filter-out $(patsubst %.S,%.c,$(ASM_FILES)),$(wildcard kernels/$(i)/*.c)))
 TEST_SRC   := $(wildcard tests/test_*.c)
 
@@ -91,7 +80,7 @@ obj = $(patsubst %,$(BUILD)/obj/%.o,$(basename $(1)))
 LIB_OBJ    := $(call obj,$(LIB_SRC) $(KERN_SRC) $(ASM_FILES))
 GUARD_OBJ  := $(call obj,$(GUARD_SRC))
 APP_OBJ    := $(call obj,app/cli.c)
-PROGS      := $(BUILD)/ml_run $(if $(wildcard app/ml_bench.c),$(BUILD)/ml_bench) $(BUILD)/ml_perplexity
+PROGS      := $(BUILD)/ml_run $(BUILD)/ml_bench $(BUILD)/ml_perplexity
 TESTS      := $(patsubst tests/%.c,$(BUILD)/%,$(TEST_SRC))
 
 .PHONY: all progs help test check test-all run clean print-build print-progs bench bench-all fuzz fuzz-bins dist
@@ -115,17 +104,21 @@ help:
 	@echo "         THREADS=1|pthread ASM=0|1 DEBUG=0|1 CROSS=<prefix> ML_NO_MMAP=1 CC=clang"
 	@echo "         SAN=1 (ASan+UBSan, into build/<isa>-san/)  STATIC=1 (-static)"
 
-# ---- objects: baseline flags, except kernels/<isa>/ and the no-LTO guard ----
+# The C side of the registry, generated for every build (config/ml_config.h).
+GEN_H      := $(BUILD)/gen/ml_isas_gen.h
+$(GEN_H): $(ISA_LIST) tools/isas.awk
+	@mkdir -p $(@D)
+	$(call isas,header) >$@
+
+# ---- objects: baseline flags, except kernels/<isa>/ ----
+$(LIB_OBJ) $(GUARD_OBJ) $(APP_OBJ) $(call obj,$(wildcard app/*.c) $(TEST_SRC)): | $(GEN_H)
 $(BUILD)/obj/kernels/%.o: kernels/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(FLAGS_$(firstword $(subst /, ,$*))) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) $(call isa_flags,$(firstword $(subst /, ,$*))) -MMD -MP -c $< -o $@
 # A static pattern rule, so it wins over the .c rule when name.c also exists.
 $(call obj,$(ASM_FILES)): $(BUILD)/obj/kernels/%.o: kernels/%.S
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(FLAGS_$(firstword $(subst /, ,$*))) -c $< -o $@
-$(GUARD_OBJ): $(BUILD)/obj/%.o: %.c
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -fno-lto -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) $(call isa_flags,$(firstword $(subst /, ,$*))) -c $< -o $@
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
@@ -151,7 +144,7 @@ fuzz:
 	@$(MAKE) --no-print-directory CC=clang BUILD=build/fuzz$(if $(filter-out scalar,$(ISA)),-$(ISA)) \
 	  EXTRA_CFLAGS="-g -fsanitize=fuzzer-no-link $(SAN_FLAGS)" fuzz-bins
 fuzz-bins: $(addprefix $(BUILD)/,$(FUZZ_TARGETS))
-$(BUILD)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_targets.h $(APP_OBJ) $(LIB_OBJ)
+$(BUILD)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_targets.h $(APP_OBJ) $(LIB_OBJ) | $(GEN_H)
 	$(CC) $(CFLAGS) -fsanitize=fuzzer $< $(APP_OBJ) $(LIB_OBJ) -o $@ $(LDLIBS)
 
 # ---- running ----

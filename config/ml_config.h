@@ -3,14 +3,11 @@
  * macro naming one symbol, e.g. ml_k_matvec_q8_avx2.
  *
  * Fallback chain: each kernels/<isa>/kernels_<isa>.h says, per kernel,
- * ML_HAS_<KERNEL>_<ISA> 1 or 0. A 0 resolves to the next lower ISA:
- *   avx512vnni -> avxvnni -> avx2 -> sse41 -> sse2 -> scalar
- *   sve -> neon_dotprod -> neon -> scalar
+ * ML_HAS_<KERNEL>_<ISA> 1 or 0. A 0 resolves to the ISA's parent in the
+ * registry, config/isas.txt (e.g. avx2 -> sse41 -> sse2 -> scalar).
  * The build passes -DML_ISA=<isa>; only the chain below that ISA is compiled. */
 #ifndef ML_CONFIG_H
 #define ML_CONFIG_H
-
-#include "config/ml_kernels.h"
 
 #ifndef ML_ISA
 #error "build with -DML_ISA=<isa> (the Makefile does this)"
@@ -24,27 +21,10 @@
 #define ML_IF_0(yes, no) no
 #define ML_IF(cond, yes, no) ML_CAT(ML_IF_, cond)(yes, no)
 
-/* ---- the chain: ML_PICK_<isa>(KERNEL) is the ISA suffix that serves it --- */
-#define ML_PICK_scalar(K) scalar
-#define ML_PICK_sse2(K) ML_IF(ML_HAS_##K##_SSE2, sse2, ML_PICK_scalar(K))
-#define ML_PICK_sse41(K) ML_IF(ML_HAS_##K##_SSE41, sse41, ML_PICK_sse2(K))
-#define ML_PICK_avx2(K) ML_IF(ML_HAS_##K##_AVX2, avx2, ML_PICK_sse41(K))
-#define ML_PICK_avxvnni(K) ML_IF(ML_HAS_##K##_AVXVNNI, avxvnni, ML_PICK_avx2(K))
-#define ML_PICK_avx512vnni(K) ML_IF(ML_HAS_##K##_AVX512VNNI, avx512vnni, ML_PICK_avxvnni(K))
-#define ML_PICK_neon(K) ML_IF(ML_HAS_##K##_NEON, neon, ML_PICK_scalar(K))
-#define ML_PICK_neon_dotprod(K) ML_IF(ML_HAS_##K##_NEON_DOTPROD, neon_dotprod, ML_PICK_neon(K))
-#define ML_PICK_sve(K) ML_IF(ML_HAS_##K##_SVE, sve, ML_PICK_neon_dotprod(K))
+#include "config/ml_kernels.h"
 
-/* The capability tables (each a list of ML_HAS_<KERNEL>_<ISA> 0/1). They
- * hold only macros, so all are included; ML_PICK reads those of the chain. */
-#include "kernels/sse2/kernels_sse2.h"
-#include "kernels/sse41/kernels_sse41.h"
-#include "kernels/avx2/kernels_avx2.h"
-#include "kernels/avxvnni/kernels_avxvnni.h"
-#include "kernels/avx512vnni/kernels_avx512vnni.h"
-#include "kernels/neon/kernels_neon.h"
-#include "kernels/neon_dotprod/kernels_neon_dotprod.h"
-#include "kernels/sve/kernels_sve.h"
+/* The chain, ML_PICK_<isa>(KERNEL), and the capability tables come with the
+ * registry (config/isas.txt -> ml_isas_gen.h, included by ml_kernels.h). */
 
 #define ML_BIND(name, NAME) ML_CAT(ml_k_##name##_, ML_CAT(ML_PICK_, ML_ISA)(NAME))
 

@@ -7,43 +7,32 @@
 
 #include "core/tensor.h"
 
-#define ML_KERNELS(X)                                                                         \
-    X(void, matvec_q8, MATVEC_Q8, (float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1)) \
-    X(void, matvec_q4, MATVEC_Q4, (float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1)) \
-    X(void, quantize_q8, QUANTIZE_Q8, (ml_qact *out, const float *x, int k))                 \
-    X(void, rmsnorm, RMSNORM, (float *o, const float *x, const float *w, int n, float eps))   \
-    X(void, softmax, SOFTMAX, (float *x, int n))                                              \
-    X(void, rope, ROPE, (float *q, float *k, const float *cos_t, const float *sin_t,           \
-                         int head_dim, int n_heads, int n_kv_heads))                         \
-    X(void, silu_mul, SILU_MUL, (float *g, const float *u, int n))                            \
-    X(void, add, ADD, (float *y, const float *x, int n))                                      \
-    X(float, dot_f32, DOT_F32, (const float *a, const float *b, int n))                       \
-    X(void, axpy_f32, AXPY_F32, (float *y, float a, const float *x, int n))
+#define ML_KERNELS(X) ML_KERNEL_LIST(ML_KERNEL_CALL_, X)
+#define ML_KERNEL_CALL_(ret, name, NAME, params, X) X(ret, name, NAME, params)
 
-/* Every ISA, lowest first; X(isa, ISA). */
-#define ML_ISAS(X)                                                                           \
-    X(scalar, SCALAR) X(sse2, SSE2) X(sse41, SSE41) X(avx2, AVX2) X(avxvnni, AVXVNNI)          \
-    X(avx512vnni, AVX512VNNI) X(neon, NEON) X(neon_dotprod, NEON_DOTPROD) X(sve, SVE)
+/* The list itself, passing `extra` to each X (the ISA, for the prototypes below). */
+#define ML_KERNEL_LIST(X, extra)                                                                    \
+    X(void, matvec_q8, MATVEC_Q8, (float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1), extra) \
+    X(void, matvec_q4, MATVEC_Q4, (float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1), extra) \
+    X(void, quantize_q8, QUANTIZE_Q8, (ml_qact *out, const float *x, int k), extra) \
+    X(void, rmsnorm, RMSNORM, (float *o, const float *x, const float *w, int n, float eps), extra) \
+    X(void, softmax, SOFTMAX, (float *x, int n), extra) \
+    X(void, rope, ROPE, (float *q, float *k, const float *cos_t, const float *sin_t,              \
+                         int head_dim, int n_heads, int n_kv_heads), extra) \
+    X(void, silu_mul, SILU_MUL, (float *g, const float *u, int n), extra) \
+    X(void, add, ADD, (float *y, const float *x, int n), extra) \
+    X(float, dot_f32, DOT_F32, (const float *a, const float *b, int n), extra) \
+    X(void, axpy_f32, AXPY_F32, (float *y, float a, const float *x, int n), extra)
+
+#define ML_KERNEL_ONE_(ret, name, NAME, params) +1
+enum { ML_KERNEL_COUNT = 0 ML_KERNELS(ML_KERNEL_ONE_) };
+
+/* Every ISA of the registry (config/isas.txt), as ML_ISAS(X); generated per build. */
+#include "ml_isas_gen.h"
 
 /* Prototypes of every kernel for every ISA (only the built chain is linked). */
 #define ML_PROTO_(ret, name, NAME, params, isa) ret ml_k_##name##_##isa params;
-#define ML_PROTO_scalar(r, n, N, p) ML_PROTO_(r, n, N, p, scalar)
-#define ML_PROTO_sse2(r, n, N, p) ML_PROTO_(r, n, N, p, sse2)
-#define ML_PROTO_sse41(r, n, N, p) ML_PROTO_(r, n, N, p, sse41)
-#define ML_PROTO_avx2(r, n, N, p) ML_PROTO_(r, n, N, p, avx2)
-#define ML_PROTO_avxvnni(r, n, N, p) ML_PROTO_(r, n, N, p, avxvnni)
-#define ML_PROTO_avx512vnni(r, n, N, p) ML_PROTO_(r, n, N, p, avx512vnni)
-#define ML_PROTO_neon(r, n, N, p) ML_PROTO_(r, n, N, p, neon)
-#define ML_PROTO_neon_dotprod(r, n, N, p) ML_PROTO_(r, n, N, p, neon_dotprod)
-#define ML_PROTO_sve(r, n, N, p) ML_PROTO_(r, n, N, p, sve)
-ML_KERNELS(ML_PROTO_scalar)
-ML_KERNELS(ML_PROTO_sse2)
-ML_KERNELS(ML_PROTO_sse41)
-ML_KERNELS(ML_PROTO_avx2)
-ML_KERNELS(ML_PROTO_avxvnni)
-ML_KERNELS(ML_PROTO_avx512vnni)
-ML_KERNELS(ML_PROTO_neon)
-ML_KERNELS(ML_PROTO_neon_dotprod)
-ML_KERNELS(ML_PROTO_sve)
+#define ML_PROTOS_(isa, ISA, parent, archs, needs) ML_KERNEL_LIST(ML_PROTO_, isa)
+ML_ISAS(ML_PROTOS_)
 
 #endif

@@ -36,9 +36,20 @@ static const char *const feature_names[ML_F_COUNT] = {
     "NEON", "DOTPROD", "SVE",
 };
 
-static const char *const build_names[ML_BUILD_COUNT] = {
-    "scalar", "sse2", "sse41", "avx2", "avxvnni", "avx512vnni", "neon", "neon_dotprod", "sve",
-};
+/* The registry, config/isas.txt, as tables indexed by ml_build. */
+#define ML_ISA_NAME_(isa, ISA, parent, archs, needs) #isa,
+#define ML_ISA_PARENT_(isa, ISA, parent, archs, needs) #parent,
+#define ML_ISA_ARCHS_(isa, ISA, parent, archs, needs) archs,
+#define ML_ISA_NEEDS_(isa, ISA, parent, archs, needs) needs,
+static const char *const build_names[ML_BUILD_COUNT] = {ML_ISAS(ML_ISA_NAME_)};
+static const char *const build_parents[ML_BUILD_COUNT] = {ML_ISAS(ML_ISA_PARENT_)};
+static const uint32_t build_archs[ML_BUILD_COUNT] = {ML_ISAS(ML_ISA_ARCHS_)};
+static const uint32_t build_needs[ML_BUILD_COUNT] = {ML_ISAS(ML_ISA_NEEDS_)};
+
+/* served_by[b][k]: the ISA whose code runs kernel k in build b (ML_PICK). */
+#define ML_SERVED_(ret, name, NAME, params, isa) ML_STR(ML_PICK_##isa(NAME)),
+#define ML_SERVED_ROW_(isa, ISA, parent, archs, needs) {ML_KERNEL_LIST(ML_SERVED_, isa)},
+static const char *const served_by[ML_BUILD_COUNT][ML_KERNEL_COUNT] = {ML_ISAS(ML_SERVED_ROW_)};
 
 ML_GUARD_FN const char *ml_cpu_feature_name(ml_cpu_feature f) {
     return (f >= 0 && f < ML_F_COUNT) ? feature_names[f] : "?";
@@ -54,41 +65,28 @@ ML_GUARD_FN int ml_build_from_name(const char *name) {
     return -1;
 }
 
+ML_GUARD_FN const char *ml_build_parent(ml_build b) {
+    return (b >= 0 && b < ML_BUILD_COUNT) ? build_parents[b] : "?";
+}
+
 ML_GUARD_FN ml_build ml_build_this(void) {
     int b = ml_build_from_name(ML_ISA_NAME);
     return b < 0 ? ML_BUILD_SCALAR : (ml_build)b;
 }
 
-/* The avx512vnni build links the avxvnni kernels as its fallback (the chain in
- * config/ml_config.h). They use VEX vpdpbusd, which AVX-512 VNNI CPUs such as
- * Cascade Lake, Ice Lake and Zen 4 lack — so AVX-VNNI is required only while
- * some kernel actually resolves to kernels/avxvnni/. */
-#define ML_USES_AVXVNNI_(ret, name, NAME, params) \
-    || (!ML_HAS_##NAME##_AVX512VNNI && ML_HAS_##NAME##_AVXVNNI)
-enum { ML_AVX512VNNI_FALLS_BACK_TO_AVXVNNI = 0 ML_KERNELS(ML_USES_AVXVNNI_) };
-
-/* What each build executes: its own kernels plus every kernel of the chain
- * below it (-msse4.1 also lets the compiler emit SSE3/SSSE3). NEON is always
- * set on AArch64, so the neon row serves ARMv7 and AArch64. The sve build
- * links the dotprod kernels as fallback, hence DOTPROD. */
+/* What a build executes: the features its own folder needs, and those of
+ * every ISA that serves one of its kernels through the chain (config/isas.txt).
+ * So avx512vnni needs AVX-VNNI only while some kernel still resolves to
+ * kernels/avxvnni/ (VEX vpdpbusd, which Cascade Lake, Ice Lake and Zen 4 lack). */
 #define F(x) ML_FBIT(ML_F_##x)
 ML_GUARD_FN uint32_t ml_build_requires(ml_build b) {
-    const uint32_t sse41 = F(SSE2) | F(SSE3) | F(SSSE3) | F(SSE41);
-    const uint32_t avx2 = sse41 | F(AVX) | F(FMA) | F(AVX2) | F(OS_YMM);
-    const uint32_t avx512 = avx2 | F(AVX512F) | F(AVX512BW) | F(AVX512VL) | F(AVX512VNNI) |
-                            F(OS_ZMM) | (ML_AVX512VNNI_FALLS_BACK_TO_AVXVNNI ? F(AVXVNNI) : 0);
-    switch (b) {
-    case ML_BUILD_SCALAR: return 0;
-    case ML_BUILD_SSE2: return F(SSE2);
-    case ML_BUILD_SSE41: return sse41;
-    case ML_BUILD_AVX2: return avx2;
-    case ML_BUILD_AVXVNNI: return avx2 | F(AVXVNNI);
-    case ML_BUILD_AVX512VNNI: return avx512;
-    case ML_BUILD_NEON: return F(NEON);
-    case ML_BUILD_NEON_DOTPROD: return F(NEON) | F(DOTPROD);
-    case ML_BUILD_SVE: return F(NEON) | F(DOTPROD) | F(SVE);
-    default: return 0;
+    if (b < 0 || b >= ML_BUILD_COUNT) return 0;
+    uint32_t need = build_needs[b];
+    for (int k = 0; k < ML_KERNEL_COUNT; k++) {
+        int s = ml_build_from_name(served_by[b][k]);
+        if (s >= 0) need |= build_needs[s];
     }
+    return need;
 }
 
 /* ==== read the host ======================================================= */
@@ -236,19 +234,8 @@ ML_GUARD_FN void ml_cpu_detect(ml_cpu_features *f) {
 
 /* ==== decide ============================================================== */
 
-/* Fastest first, per architecture. */
-static const ml_build x86_order[] = {ML_BUILD_AVX512VNNI, ML_BUILD_AVXVNNI, ML_BUILD_AVX2,
-                                     ML_BUILD_SSE41, ML_BUILD_SSE2};
-static const ml_build a64_order[] = {ML_BUILD_SVE, ML_BUILD_NEON_DOTPROD, ML_BUILD_NEON};
-static const ml_build arm32_order[] = {ML_BUILD_NEON};
-
 ML_GUARD_FN static int build_arch_matches(ml_build b, ml_cpu_arch arch) {
-    switch (arch) {
-    case ML_ARCH_X86: return b <= ML_BUILD_AVX512VNNI;
-    case ML_ARCH_AARCH64: return b == ML_BUILD_SCALAR || b >= ML_BUILD_NEON;
-    case ML_ARCH_ARM32: return b == ML_BUILD_SCALAR || b == ML_BUILD_NEON;
-    default: return b == ML_BUILD_SCALAR;
-    }
+    return (build_archs[b] >> arch) & 1u;
 }
 
 ML_GUARD_FN static int can_run(ml_build b, const ml_cpu_features *f) {
@@ -256,17 +243,11 @@ ML_GUARD_FN static int can_run(ml_build b, const ml_cpu_features *f) {
     return (f->has & need) == need;
 }
 
+/* The registry lists each architecture's builds slowest first: the best is
+ * the last one of this architecture that runs here. */
 ML_GUARD_FN ml_build ml_best_build(const ml_cpu_features *f) {
-    const ml_build *order = NULL;
-    size_t n = 0;
-    switch (f->arch) {
-    case ML_ARCH_X86: order = x86_order, n = sizeof x86_order / sizeof *order; break;
-    case ML_ARCH_AARCH64: order = a64_order, n = sizeof a64_order / sizeof *order; break;
-    case ML_ARCH_ARM32: order = arm32_order, n = sizeof arm32_order / sizeof *order; break;
-    default: break;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (can_run(order[i], f)) return order[i];
+    for (int b = ML_BUILD_COUNT - 1; b > ML_BUILD_SCALAR; b--)
+        if (build_arch_matches((ml_build)b, f->arch) && can_run((ml_build)b, f)) return (ml_build)b;
     return ML_BUILD_SCALAR;
 }
 

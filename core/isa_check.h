@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "core/status.h"
+#include "ml_isas_gen.h" /* ML_ISAS(X): the registry, config/isas.txt */
 
 /* Second line of defence after the Makefile's baseline flags: functions that
  * run before the check are compiled for the architecture's baseline even if
@@ -48,6 +49,9 @@ typedef enum {
 #define ML_FBIT(f) (UINT32_C(1) << (f))
 
 typedef enum { ML_ARCH_OTHER, ML_ARCH_X86, ML_ARCH_ARM32, ML_ARCH_AARCH64 } ml_cpu_arch;
+/* The architecture masks of ML_ISAS ("x86" -> ML_ARCH_BIT(X86), "any"). */
+#define ML_ARCH_BIT(a) (1u << ML_ARCH_##a)
+#define ML_ARCH_ANY (~0u)
 
 typedef struct {
     ml_cpu_arch arch;
@@ -59,14 +63,13 @@ typedef struct {
 /* Stable short name of a feature, as the refusal message prints it ("SSE4.1"). */
 const char *ml_cpu_feature_name(ml_cpu_feature f);
 
-/* ---- builds (the ISA= of the Makefile) ---------------------------------- */
-typedef enum {
-    ML_BUILD_SCALAR, ML_BUILD_SSE2, ML_BUILD_SSE41, ML_BUILD_AVX2, ML_BUILD_AVXVNNI,
-    ML_BUILD_AVX512VNNI, ML_BUILD_NEON, ML_BUILD_NEON_DOTPROD, ML_BUILD_SVE,
-    ML_BUILD_COUNT
-} ml_build;
+/* ---- builds (the ISA= of the Makefile): ML_BUILD_SCALAR, ML_BUILD_SSE2, ...
+ * in the registry's order, lowest first ------------------------------------ */
+#define ML_BUILD_ENUM_(isa, ISA, parent, archs, needs) ML_BUILD_##ISA,
+typedef enum { ML_ISAS(ML_BUILD_ENUM_) ML_BUILD_COUNT } ml_build;
 
 const char *ml_build_name(ml_build b);            /* "avx2" */
+const char *ml_build_parent(ml_build b);          /* the next lower ISA of the chain: "sse41" */
 int ml_build_from_name(const char *name);         /* ml_build, or -1 if unknown */
 ml_build ml_build_this(void);                     /* the build of this binary (ML_ISA) */
 uint32_t ml_build_requires(ml_build b);             /* ML_FBIT mask of what b executes */

@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "config/ml_config.h"
+#include "core/isa_check.h"
 #include "tests/kernel_ref.h"
 #include "tests/testlib.h"
 
@@ -49,22 +50,17 @@ typedef struct {
 
 /* ---- bindings ----------------------------------------------------------- */
 
-/* The fallback chain of each build, lowest first (DESIGN §3). */
-static const char *chain_of(const char *isa) {
-    static const char *const chains[][2] = {
-        {"scalar", "scalar"},
-        {"sse2", "scalar sse2"},
-        {"sse41", "scalar sse2 sse41"},
-        {"avx2", "scalar sse2 sse41 avx2"},
-        {"avxvnni", "scalar sse2 sse41 avx2 avxvnni"},
-        {"avx512vnni", "scalar sse2 sse41 avx2 avxvnni avx512vnni"},
-        {"neon", "scalar neon"},
-        {"neon_dotprod", "scalar neon neon_dotprod"},
-        {"sve", "scalar neon neon_dotprod sve"},
-    };
-    for (size_t i = 0; i < sizeof chains / sizeof *chains; i++)
-        if (!strcmp(chains[i][0], isa)) return chains[i][1];
-    return "";
+/* This build's fallback chain, lowest first (DESIGN §3), walked up the
+ * registry's parent links (config/isas.txt), into buf. */
+static const char *chain_of(const char *isa, char *buf, size_t len) {
+    int b = ml_build_from_name(isa);
+    if (b < 0 || len == 0) return "";
+    const char *parent = ml_build_parent((ml_build)b);
+    buf[0] = '\0';
+    if (strcmp(parent, isa) != 0) chain_of(parent, buf, len);
+    size_t used = strlen(buf);
+    snprintf(buf + used, len - used, "%s%s", used ? " " : "", isa);
+    return buf;
 }
 
 /* 1 if word is one of the space-separated words of list. */
@@ -82,7 +78,8 @@ static int in_list(const char *list, const char *word) {
  * least one kernel to its own folder. */
 static void check_bindings(void) {
     static const char *const rows[][2] = {ML_KERNELS(BINDING_ROW)};
-    const char *chain = chain_of(ML_ISA_NAME);
+    char chain_buf[256];
+    const char *chain = chain_of(ML_ISA_NAME, chain_buf, sizeof chain_buf);
     int own = 0, f0 = tl_failed;
     printf("# build ISA: %s, chain: %s\n", ML_ISA_NAME, chain);
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
