@@ -93,14 +93,14 @@ help:
 	@echo "  make run               generate a story with models/stories260K on the best"
 	@echo "                         build for this CPU (ISA=auto; ISA=x forces a build)"
 	@echo "  make test              every ISA this machine can build and run (or emulate),"
-	@echo "                         every test, one result matrix (= make test-all; CI runs it)"
+	@echo "                         every test, one result matrix (tests/matrix.sh; = make test-all)"
 	@echo "  make check [ISA=...]   the tests of one build only"
 	@echo "  make bench             ml_bench of this build (kernels + stories15M decode)"
 	@echo "  make bench-all         every runnable x86 build side by side (BENCH_ARGS=...)"
 	@echo "  make fuzz              libFuzzer targets (clang, ASan+UBSan) into build/fuzz/; see fuzz/README.md"
 	@echo "  make dist              static ml_run/ml_bench of every ISA and arch + launcher, into dist/"
 	@echo "  make clean             remove build/"
-	@echo "options: ISA=$(ISAS) (auto: make run only)"
+	@echo "options: ISA=$(ISAS) (config/isas.txt; auto: make run only)"
 	@echo "         THREADS=1|pthread ASM=0|1 DEBUG=0|1 CROSS=<prefix> ML_NO_MMAP=1 CC=clang"
 	@echo "         SAN=1 (ASan+UBSan, into build/<isa>-san/)  STATIC=1 (-static)"
 
@@ -148,16 +148,23 @@ $(BUILD)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_targets.h $(APP_OBJ) $(LIB_OBJ) | $(GEN
 	$(CC) $(CFLAGS) -fsanitize=fuzzer $< $(APP_OBJ) $(LIB_OBJ) -o $@ $(LDLIBS)
 
 # ---- running ----
-# `make test`: the whole matrix (every ISA this machine builds, natively or
-# under qemu). `make check`: one build's suite. MAKE_ARGS lets a build's tests
-# make sibling variants (scalar reference, ML_NO_MMAP, THREADS=pthread).
+# `make test`: the whole matrix (tests/matrix.sh: every ISA this machine
+# builds, natively or under qemu). `make check`: one build's suite
+# (tests/run_tests.sh), after the sibling builds test_e2e.sh compares with:
+# the native scalar reference, this build with ML_NO_MMAP=1 and with
+# THREADS=pthread.
 test: test-all
+# The reference is always the same build, whatever this command line says.
+REF_ARGS := ISA=scalar CC=gcc CROSS= THREADS=1 ASM=0 DEBUG=0 SAN=0 ML_NO_MMAP= EXTRA_CFLAGS=
 
 # SAN=1: a failed allocation (test_loader's 256 GiB arena) must return NULL, not abort.
 check: all
-	@$(if $(filter 1,$(SAN)),ASAN_OPTIONS="allocator_may_return_null=1:$$ASAN_OPTIONS") BUILD=$(BUILD) ISA=$(ISA) PYTHON=$(PYTHON) MODELS=$(MODELS) RUNNER="$(RUNNER)" \
-	  MAKE_ARGS="$(if $(filter-out default,$(origin CC)),CC=$(CC)) $(if $(CROSS),CROSS=$(CROSS)) THREADS=$(THREADS) SAN=$(SAN)" \
-	  bash tests/run_tests.sh
+	@ref=$$($(MAKE) -s $(REF_ARGS) print-build) && $(MAKE) -s $(REF_ARGS) $$ref/ml_run && \
+	nommap=$$($(MAKE) -s ML_NO_MMAP=1 print-build) && $(MAKE) -s ML_NO_MMAP=1 $$nommap/ml_run && \
+	threads=$$($(MAKE) -s THREADS=pthread print-build) && $(MAKE) -s THREADS=pthread $$threads/ml_run && \
+	$(if $(filter 1,$(SAN)),ASAN_OPTIONS="allocator_may_return_null=1:$$ASAN_OPTIONS") \
+	  BUILD=$(BUILD) ISA=$(ISA) PYTHON=$(PYTHON) MODELS=$(MODELS) RUNNER="$(RUNNER)" \
+	  REF_BUILD=$$ref NOMMAP_BUILD=$$nommap THREADS_BUILD=$$threads bash tests/run_tests.sh
 
 print-build:
 	@echo $(BUILD)
@@ -165,7 +172,7 @@ print-progs:
 	@echo $(PROGS)
 
 test-all:
-	@PYTHON=$(PYTHON) MODELS=$(MODELS) bash tests/test_all.sh
+	@PYTHON=$(PYTHON) MODELS=$(MODELS) bash tests/matrix.sh
 
 run: $(BUILD)/ml_run
 	@BUILD=$(BUILD) RUN_ISA=$(RUN_ISA) MAKE="$(MAKE)" bash tools/run_default.sh

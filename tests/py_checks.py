@@ -1,7 +1,18 @@
-"""The test protocol of tests/run_tests.sh for the Python tests that count
-single checks: "ok - ..." / "FAIL - ..." / "SKIP - ..." lines, then the
-"#summary" line, even when main raises (which then fails the run)."""
+"""The test protocol (tests/results.sh) for the Python tests: "ok - ..." /
+"FAIL - ..." / "SKIP - ..." lines, the human "N passed, N failed, N skipped"
+line and the total row of the results file $ML_RESULTS, even when main raises
+(which then fails the run)."""
+import os
 import sys
+
+
+def write_results(passed, failed, skipped):
+    """The end of every Python test: the human line and the results file."""
+    print(f"{passed} passed, {failed} failed, {skipped} skipped")
+    path = os.environ.get("ML_RESULTS")
+    if path:
+        with open(path, "w") as f:
+            f.write(f"total\t{passed}\t{failed}\t{skipped}\t-\n")
 
 
 class Checks:
@@ -25,5 +36,5 @@ class Checks:
         try:
             main()
         finally:
-            print(f"#summary passed={self.passed} failed={self.failed} skipped={self.skipped}")
+            write_results(self.passed, self.failed, self.skipped)
         sys.exit(1 if self.failed else 0)

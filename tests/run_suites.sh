@@ -7,15 +7,24 @@
 #                                                     Python ones are skipped)
 #   vg-scalar   tests/test_e2e.sh of ISA=scalar under valgrind memcheck
 #   vg-avx2     tests/test_e2e.sh of ISA=avx2 under valgrind memcheck
-# Each suite's own last line ("N passed, N failed ...", from run_tests.sh or
-# test_all.sh) is added up. Sanitizer and valgrind reports go to log files,
+# Each suite writes its results file (tests/results.sh; run_tests.sh or
+# matrix.sh: the main command must be one of those layers, e.g. make test or
+# make check), whose total row is added up. Sanitizer and valgrind reports go to log files,
 # so a report from a run whose exit code a test does not look at still
 # counts: each suite with a report is one more failure, and its first
-# lines are shown. A suite without a total line is one failure.
+# lines are shown. A suite without a results file is one failure.
+# Results: a row per suite and the total in $ML_RESULTS (default build/suites.tsv),
+# and the last line "N passed, N failed, N skipped".
 # usage: bash tests/run_suites.sh [MAIN COMMAND...]
 # env: ML_SUITES (default "main san-scalar san-avx2 vg-scalar vg-avx2"), ML_JOBS (default 2)
 set -u
 cd "$(dirname "$0")/.."
+. tests/results.sh
+out=${ML_RESULTS:-build/suites.tsv}
+unset ML_RESULTS
+mkdir -p "$(dirname "$out")"
+: >"$out"
+t_start=$SECONDS
 SUITES=${ML_SUITES:-main san-scalar san-avx2 vg-scalar vg-avx2}
 JOBS=${ML_JOBS:-2}
 [ $# -gt 0 ] || set -- make test
@@ -29,15 +38,10 @@ run_suite() {
     local name=$1 reports=$2; shift 2
     local t0=$SECONDS
     echo "== suite $name: $*"
-    "$@" 2>&1 | tee "$tmp/$name.log"
-    local last p=0 f=0 s=0
-    last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$tmp/$name.log" | tail -n 1)
-    if [ -z "$last" ]; then
-        echo "FAIL - suite $name: no 'N passed, N failed' line"; f=1
-    else
-        p=$(sed -E 's/^([0-9]+) passed.*/\1/' <<<"$last")
-        f=$(sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/' <<<"$last")
-        grep -q skipped <<<"$last" && s=$(sed -E 's/.* ([0-9]+) skipped.*/\1/' <<<"$last")
+    ML_RESULTS="$tmp/$name.tsv" "$@" 2>&1 | tee "$tmp/$name.log"
+    local p=0 f=0 s=0
+    if ! read -r p f s < <(results_total "$tmp/$name.tsv"); then
+        echo "FAIL - suite $name: wrote no results file"; p=0 f=1 s=0
     fi
     if [ -n "$reports" ]; then
         local found
@@ -55,6 +59,7 @@ run_suite() {
     fi
     TP=$((TP + p)) TF=$((TF + f)) TS=$((TS + s))
     summary+=("$(printf '%-11s %5d passed %3d failed %3d skipped  (%d s)' "$name" "$p" "$f" "$s" $((SECONDS - t0)))")
+    results_row "$out" "$name" "$p" "$f" "$s" $((SECONDS - t0)) "$*"
 }
 
 # A suite under ASan+UBSan: build with -j, then make check. clang, because
@@ -67,7 +72,7 @@ san_suite() {
     make -s -j"$JOBS" ISA="$isa" SAN=1 CC=$cc >/dev/null 2>"$tmp/build.err" || cat "$tmp/build.err"
     ASAN_OPTIONS="log_path=$dir/asan:detect_leaks=1:abort_on_error=0" \
     UBSAN_OPTIONS="log_path=$dir/ubsan:print_stacktrace=1:halt_on_error=1" \
-    ML_SKIP_PY=1 ML_SKIP_GUARD=1 \
+    ML_SKIP_TESTS="test_guard.sh *.py" \
         run_suite "san-$isa" "$dir" make -s check ISA="$isa" SAN=1 CC=$cc
 }
 
@@ -77,7 +82,8 @@ vg_suite() {
     local isa=$1 dir="$tmp/reports-vg-$1"
     mkdir -p "$dir"
     if ! command -v valgrind >/dev/null; then
-        echo "SKIP - suite vg-$isa: valgrind not installed"; TS=$((TS + 1)); return
+        echo "SKIP - suite vg-$isa: valgrind not installed"; TS=$((TS + 1))
+        results_row "$out" "vg-$isa" 0 0 1 0 "valgrind not installed"; return
     fi
     make -s -j"$JOBS" ISA="$isa" >/dev/null 2>"$tmp/build.err" || cat "$tmp/build.err"
     ML_TESTS="test_e2e.sh" EXPECT_LOGS=1 \
@@ -90,10 +96,11 @@ for s in $SUITES; do
     main) run_suite main "" "$@" ;;
     san-*) san_suite "${s#san-}" ;;
     vg-*) vg_suite "${s#vg-}" ;;
-    *) echo "FAIL - unknown suite '$s'"; TF=$((TF + 1)) ;;
+    *) echo "FAIL - unknown suite '$s'"; TF=$((TF + 1)); results_row "$out" "$s" 0 1 0 0 "unknown suite" ;;
     esac
 done
 echo "== suites"
 for l in "${summary[@]}"; do echo "$l"; done
-echo "$TP passed, $TF failed, $TS skipped"
+results_row "$out" total "$TP" "$TF" "$TS" $((SECONDS - t_start))
+results_line "$TP" "$TF" "$TS"
 [ "$TF" -eq 0 ]

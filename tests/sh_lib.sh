@@ -1,7 +1,35 @@
-# The test protocol of tests/run_tests.sh for the shell tests, sourced by
-# each: count and print each check, end with the "#summary" line.
+# The test protocol for the shell tests, sourced by each: count and print each
+# check ("ok - <group>: what"), and finish with the results file
+# (tests/results.sh): a row per group (the text before the first ": ") and the
+# total row, plus the human "N passed, N failed, N skipped" line.
+. tests/results.sh
 P=0 F=0 S=0
-ok()   { P=$((P + 1)); echo "ok - $1"; }
-bad()  { F=$((F + 1)); echo "FAIL - $1"; }
-skip() { S=$((S + 1)); echo "SKIP - $1"; }
-finish() { echo "#summary passed=$P failed=$F skipped=$S"; [ "$F" -eq 0 ]; exit; }
+declare -A G_P G_F G_S
+G_ORDER=()
+RESULTS_FILE=${ML_RESULTS:-}
+unset ML_RESULTS   # the programs a test runs are not layers of this one
+count_() {  # counter, message
+    local g=${2%%: *}
+    case $1 in
+    P) P=$((P + 1)) G_P[$g]=$((${G_P[$g]:-0} + 1)) ;;
+    F) F=$((F + 1)) G_F[$g]=$((${G_F[$g]:-0} + 1)) ;;
+    S) S=$((S + 1)) G_S[$g]=$((${G_S[$g]:-0} + 1)) ;;
+    esac
+    G_ORDER+=("$g")
+}
+ok()   { count_ P "$1"; echo "ok - $1"; }
+bad()  { count_ F "$1"; echo "FAIL - $1"; }
+skip() { count_ S "$1"; echo "SKIP - $1"; }
+finish() {
+    if [ -n "$RESULTS_FILE" ]; then
+        : >"$RESULTS_FILE"
+        local g
+        [ "${#G_ORDER[@]}" -eq 0 ] || printf '%s\n' "${G_ORDER[@]}" | awk '!seen[$0]++' | while IFS= read -r g; do
+            results_row "$RESULTS_FILE" "$g" "${G_P[$g]:-0}" "${G_F[$g]:-0}" "${G_S[$g]:-0}" -
+        done
+        results_row "$RESULTS_FILE" total "$P" "$F" "$S" -
+    fi
+    results_line "$P" "$F" "$S"
+    [ "$F" -eq 0 ]
+    exit
+}

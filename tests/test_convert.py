@@ -5,9 +5,9 @@ Run from the repo root: python3 tests/test_convert.py
 env MODELS: the shared models folder (default ../shared/models); groups that
 need it are skipped when it is absent. Converted files go to a temp dir only.
 
-Protocol (tests/run_tests.sh): "ok - <what>" per passing group, "FAIL - <what>:
-<details>" per failure, "SKIP - <what>: <why>", and the last line
-"#summary passed=N failed=N skipped=N" counting individual checks.
+Protocol (tests/results.sh): "ok - <what>" per passing group, "FAIL - <what>:
+<details>" per failure, "SKIP - <what>: <why>", and the counts of individual
+checks in the results file (tests/py_checks.py).
 
 The .mlb reader here is written from model/mlb.h on purpose, not imported
 from tools/mlb.py, so the writer is checked against the spec, not itself.
@@ -27,6 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import ref_forward  # noqa: E402  (independent fp32 reader and forward pass)
+from py_checks import write_results  # noqa: E402
 
 MODELS = os.environ.get("MODELS", "../shared/models")
 S260 = os.path.join(MODELS, "stories260K")
@@ -64,7 +65,7 @@ class Report:
         return self.summary()
 
     def summary(self):
-        print(f"#summary passed={self.passed} failed={self.failed} skipped={self.skipped}")
+        write_results(self.passed, self.failed, self.skipped)
         return 1 if self.failed else 0
 
 

@@ -4,7 +4,7 @@
 # the golden story on this build, tools/pick_isa.sh picks a build this CPU
 # runs (checked against /proc/cpuinfo), and, once for the plain scalar build,
 # `make run` itself picks that build and writes the golden story.
-# env: BUILD ISA PYTHON MODELS RUNNER MAKE_ARGS (set by tests/run_tests.sh / make test)
+# env: BUILD ISA PYTHON MODELS RUNNER (set by tests/run_tests.sh)
 set -u
 cd "$(dirname "$0")/.."
 : "${BUILD:=build/scalar}" "${ISA:=scalar}" "${PYTHON:=python3}" "${MODELS:=../shared/models}" "${RUNNER:=}"

@@ -1,11 +1,13 @@
 /* A tiny test harness. Every test program (C, Python or shell) reports in the
- * same protocol, which tests/run_tests.sh adds up:
- *   "ok - <what>" / "FAIL - <what>" / "SKIP - <what>: <why>" lines, and a
- *   last line "#summary passed=N failed=N skipped=N".                      */
+ * same protocol: for humans, "ok - <what>" / "FAIL - <what>" / "SKIP - <what>:
+ * <why>" lines and a last line "N passed, N failed, N skipped"; for
+ * tests/run_tests.sh, the counts in the results file $ML_RESULTS (a TSV
+ * "total" row; tests/results.sh describes the format).                    */
 #ifndef ML_TESTLIB_H
 #define ML_TESTLIB_H
 
 #include <stdio.h>
+#include <stdlib.h>
 
 static int tl_passed, tl_failed, tl_skipped;
 
@@ -35,8 +37,14 @@ static int tl_passed, tl_failed, tl_skipped;
     printf("%s - %s\n", tl_failed == (failed_before) ? "ok" : "FAIL", name)
 
 static inline int tl_summary(void) {
-    printf("#summary passed=%d failed=%d skipped=%d\n", tl_passed, tl_failed, tl_skipped);
+    printf("%d passed, %d failed, %d skipped\n", tl_passed, tl_failed, tl_skipped);
     fflush(stdout);
+    const char *path = getenv("ML_RESULTS");
+    FILE *f = (path && *path) ? fopen(path, "w") : NULL;
+    if (f) {
+        fprintf(f, "total\t%d\t%d\t%d\t-\n", tl_passed, tl_failed, tl_skipped);
+        fclose(f);
+    }
     return tl_failed ? 1 : 0;
 }
 

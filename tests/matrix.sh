@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# make test: the build matrix. Its rows come from the ISA registry
+# (config/isas.txt): each line this machine can build (natively or with a
+# cross compiler) is built with gcc and run on each CPU of its "run on"
+# column, natively or under qemu-user. The first CPU of a line runs every test
+# of the build; the others run test_kernels and test_e2e.sh (bit-identity and
+# the golden hashes). Further rows: sse2 ASM=1; THREADS=pthread for the
+# aarch64 lines past neon; clang builds of every ARM line and of
+# $ML_CLANG_ISAS on x86, the last ARM one run under qemu. Then
+# tests/test_guard.sh once (the guard refusals), whose results fill the
+# guard column.
+# Every row first builds what test_e2e.sh compares with: the native scalar
+# gcc build (the reference), and the row's build with ML_NO_MMAP=1 and with
+# THREADS=pthread; a build is made once, whatever rows share it.
+# Results (tests/results.sh): a row per matrix row in $ML_RESULTS (default
+# build/matrix.tsv): label, passed, failed, skipped, seconds, isa, compiler,
+# e2e, guard, how verified; the total last. Python tests run once (the scalar
+# row). A failed build, or one with compiler warnings, is one failure.
+# env: PYTHON, MODELS (from make), ML_JOBS (default 2),
+#      ML_CLANG_ISAS (x86 builds also made with clang; default "scalar avx2"),
+#      ML_ROWS (only the rows whose labels match these patterns, e.g. "sve-* scalar",
+#      and test_guard.sh not run: for working on a few rows)
+set -u
+cd "$(dirname "$0")/.." || exit 1
+. tests/results.sh
+# Each row names its compiler and options: a parent make's command line
+# (make test ISA=neon CROSS=...) must not leak into the builds made here.
+unset CC MAKEFLAGS MFLAGS MAKELEVEL ISA THREADS ASM DEBUG SAN CROSS ML_NO_MMAP EXTRA_CFLAGS BUILD RUNNER
+: "${PYTHON:=}" "${MODELS:=../shared/models}"
+export PYTHON MODELS
+JOBS=${ML_JOBS:-2}
+CLANG_ISAS=${ML_CLANG_ISAS:-scalar avx2}
+out=${ML_RESULTS:-build/matrix.tsv}
+unset ML_RESULTS
+mkdir -p "$(dirname "$out")"
+: >"$out"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+have() { command -v "$1" >/dev/null 2>&1; }
+t_start=$SECONDS
+SUBSET="test_kernels test_e2e.sh"
+
+# ---- the rows -----------------------------------------------------------------
+# label|isa|compiler|make args|runner|how|tests ("" all, else the list)|guard label
+rows=()
+notes=()
+host_x86=0
+case $(uname -m) in x86_64 | amd64) host_x86=1 ;; esac
+cross_of() { case $1 in arm32) echo arm-linux-gnueabihf- ;; aarch64) echo aarch64-linux-gnu- ;; esac; }
+qemu_of() { case $1 in arm32) echo qemu-arm ;; aarch64) echo qemu-aarch64 ;; esac; }
+tag_of() { case $1 in arm32) echo armv7 ;; aarch64) echo aarch64 ;; esac; }
+last_arm=""
+while IFS='|' read -r isa arch run_on; do
+    case $arch in
+    x86 | any)
+        if [ "$host_x86" = 0 ]; then notes+=("$isa: host is $(uname -m), not x86-64"); continue; fi
+        rows+=("$isa|$isa|gcc||||all|$isa")
+        continue ;;
+    esac
+    cross=$(cross_of "$arch") qemu=$(qemu_of "$arch") tag=$(tag_of "$arch")
+    if ! have "${cross}gcc"; then notes+=("$isa ($tag): ${cross}gcc not installed"); continue; fi
+    first=1
+    IFS=';' read -ra cpus <<<"$run_on"
+    for cpu in "${cpus[@]}"; do
+        run="" how="compile-only: no $qemu" tests=all
+        if have "$qemu"; then run="$qemu -L /usr/${cross%-} -cpu $cpu" how="$qemu -cpu $cpu"; fi
+        [ "$first" = 1 ] || { tests=$SUBSET how+=" ($SUBSET)"; }
+        rows+=("$isa-$tag-${cpu//,sve-default-vector-length=/-vl}|$isa|${cross}gcc|CROSS=$cross|$run|$how|$tests|$([ "$first" = 1 ] && echo "$isa-$tag")")
+        # Threads on the aarch64 builds past neon: -t 1, 2, 3, 8 (test_e2e.sh, test_threads).
+        if [ "$first" = 1 ] && [ "$arch" = aarch64 ] && [ "$isa" != neon ]; then
+            rows+=("$isa-$tag-pthread|$isa|${cross}gcc THREADS=pthread|CROSS=$cross THREADS=pthread|$run|$how (test_threads $SUBSET)|test_threads $SUBSET|")
+        fi
+        first=0
+    done
+    if have clang; then
+        rows+=("$isa-$tag-clang|$isa|clang --target=${cross%-}|CROSS=$cross CC=clang|||build|")
+        last_arm="$isa-$tag-clang|$isa|clang --target=${cross%-}|CROSS=$cross CC=clang|$run|$how|all|"
+    fi
+done < <(awk -f tools/isas.awk -v want=rows config/isas.txt)
+if [ "$host_x86" = 1 ]; then
+    rows+=("sse2-asm|sse2|gcc ASM=1|ASM=1||||all|")
+    if have clang; then
+        for isa in $CLANG_ISAS; do rows+=("$isa-clang|$isa|clang|CC=clang|||all|"); done
+    else
+        notes+=("x86 clang rows: clang not installed")
+    fi
+fi
+# The last clang ARM build also runs every test under qemu (replacing its build-only row).
+if [ -n "$last_arm" ] && [ -n "$(cut -d'|' -f5 <<<"$last_arm")" ]; then
+    for i in "${!rows[@]}"; do
+        [ "${rows[$i]%%|*}" = "${last_arm%%|*}" ] && rows[i]=$last_arm
+    done
+fi
+
+if [ -n "${ML_ROWS:-}" ]; then
+    kept=()
+    for row in "${rows[@]}"; do
+        for pat in $ML_ROWS; do
+            # shellcheck disable=SC2053
+            if [[ ${row%%|*} == $pat ]]; then kept+=("$row"); break; fi
+        done
+    done
+    rows=("${kept[@]}")
+fi
+
+# ---- building -------------------------------------------------------------------
+# build ARGS...: make once per argument list; sets DIR to the build folder,
+# fails if the build failed. Warnings make WARNED=1 (one failure of the row).
+declare -A BUILT
+build() {
+    local key="$*"
+    if [ -z "${BUILT[$key]+x}" ]; then
+        BUILT[$key]=""
+        # shellcheck disable=SC2068
+        if DIR=$(make -s $@ print-build 2>"$tmp/make.log") && nice make -j"$JOBS" $@ >"$tmp/make.log" 2>&1; then
+            BUILT[$key]=$DIR
+            if grep -q 'warning:' "$tmp/make.log"; then
+                echo "FAIL - make $key: compiler warnings:"; grep 'warning:' "$tmp/make.log" | sort -u | head -n 10 | sed 's/^/    /'
+                WARNED=1
+            fi
+        else
+            echo "FAIL - make $key: build failed; last lines:"; grep -E 'error|Error' "$tmp/make.log" | head -n 8 | sed 's/^/    /'
+        fi
+    fi
+    DIR=${BUILT[$key]}
+    [ -n "$DIR" ]
+}
+
+# ---- build and test each row ------------------------------------------------------
+TP=0 TF=0 TS=0
+declare -A R_P R_F R_S R_E2E R_HOW R_SEC
+for row in "${rows[@]}"; do
+    IFS='|' read -r label isa compiler margs runner how tests gkey <<<"$row"
+    t0=$SECONDS p=0 f=0 s=0 e2e="-"
+    WARNED=0
+    echo "== $label: make ISA=$isa $margs${runner:+, run under $runner}"
+    build ISA=scalar; ref=$DIR
+    # shellcheck disable=SC2086
+    if ! build ISA="$isa" $margs; then
+        f=1 how="build FAILED"
+    elif [ "$tests" = build ] || { [ -z "$runner" ] && [ -n "$how" ]; }; then
+        p=1 how=${how:-"compile-only (the gcc rows run the tests)"}
+    elif [ -z "$runner" ] && ! "$DIR/ml_run" --cpu-info 2>/dev/null | grep -q '^  this build  : supported'; then
+        # A native build this CPU cannot run: test_guard.sh checks that the guard refuses it.
+        p=1 how="compile + guard refusal (CPU lacks $isa)"
+    else
+        dir=$DIR how=${how:-native}
+        # shellcheck disable=SC2086
+        build ISA="$isa" $margs ML_NO_MMAP=1; nommap=$DIR
+        # shellcheck disable=SC2086
+        build ISA="$isa" $margs THREADS=pthread; threads=$DIR
+        skip="test_guard.sh"
+        [ "$label" = scalar ] || skip+=" *.py"
+        only=""
+        [ "$tests" = all ] || only=$tests
+        BUILD=$dir ISA=$isa RUNNER="$runner" REF_BUILD=$ref NOMMAP_BUILD=$nommap THREADS_BUILD=$threads \
+            ML_TESTS="$only" ML_SKIP_TESTS="$skip" ML_RESULTS="$tmp/$label.tsv" \
+            nice bash tests/run_tests.sh >"$tmp/run.log" 2>&1
+        grep -E '^(FAIL|SKIP) - ' "$tmp/run.log" | head -n 20 | sed "s/^/   [$label] /"
+        if read -r p f s < <(results_total "$tmp/$label.tsv"); then
+            e2e=$(awk -F'\t' '$1 == "test_e2e.sh" { print ($3 > 0 ? "FAIL " $3 "/" $2 + $3 : "ok " $2) ($4 > 0 ? " (" $4 " skip)" : "") }' "$tmp/$label.tsv")
+            [ -n "$e2e" ] || e2e="-"
+        else
+            echo "FAIL - $label: tests/run_tests.sh wrote no results"; tail -n 5 "$tmp/run.log" | sed 's/^/    /'
+            p=0 f=1 s=0
+        fi
+        # The ASM=1 row also proves which file the kernel came from.
+        if [ "$label" = sse2-asm ]; then
+            if readelf -s "$dir/test_kernels" 2>/dev/null | grep -q 'FILE .* add\.S$' &&
+                nm "$dir/test_kernels" | grep -q ' T ml_k_add_sse2$' && [ ! -e "$dir/obj/kernels/sse2/add.d" ]; then
+                echo "ok - sse2-asm: ml_k_add_sse2 in $dir/test_kernels comes from kernels/sse2/add.S"; p=$((p + 1))
+            else
+                echo "FAIL - sse2-asm: ml_k_add_sse2 in $dir/test_kernels does not come from kernels/sse2/add.S"; f=$((f + 1))
+            fi
+        fi
+    fi
+    f=$((f + WARNED))
+    R_P[$label]=$p R_F[$label]=$f R_S[$label]=$s R_E2E[$label]=$e2e R_HOW[$label]=$how R_SEC[$label]=$((SECONDS - t0))
+    TP=$((TP + p)) TF=$((TF + f)) TS=$((TS + s))
+    echo "   $label: $p passed, $f failed, $s skipped, e2e $e2e (${R_SEC[$label]} s)"
+done
+
+# ---- the guard, once (reuses the builds above) ------------------------------------
+echo "== tests/test_guard.sh"
+t0=$SECONDS
+if [ -n "${ML_ROWS:-}" ]; then
+    printf 'total\t0\t0\t1\t0\n' >"$tmp/guard.tsv"; echo "SKIP - test_guard.sh: ML_ROWS is set"
+else
+    ML_RESULTS="$tmp/guard.tsv" nice bash tests/test_guard.sh >"$tmp/guard.log" 2>&1
+    grep -E '^(FAIL|SKIP) - ' "$tmp/guard.log" | sed 's/^/   [guard] /'
+fi
+if ! read -r gp gf gs < <(results_total "$tmp/guard.tsv"); then
+    gp=0 gf=1 gs=0; echo "FAIL - test_guard.sh wrote no results"; tail -n 5 "$tmp/guard.log" | sed 's/^/    /'
+fi
+TP=$((TP + gp)) TF=$((TF + gf)) TS=$((TS + gs))
+echo "   test_guard.sh: $gp passed, $gf failed, $gs skipped ($((SECONDS - t0)) s)"
+# guard_of LABEL: test_guard.sh's row for that build, or n/a.
+guard_of() {
+    [ -n "$1" ] || { echo "-"; return; }
+    awk -F'\t' -v k="$1" '$1 == k { print ($3 > 0 ? "FAIL " $3 "/" $2 + $3 : "ok " $2) ($4 > 0 ? " (" $4 " skip)" : ""); found = 1 }
+        END { if (!found) print "n/a" }' "$tmp/guard.tsv" 2>/dev/null || echo "n/a"
+}
+
+# ---- the matrix -------------------------------------------------------------------
+fmt='%-24s %-36s %-22s %-16s %-14s %6s  %s\n'
+echo
+# shellcheck disable=SC2059
+printf "$fmt" "row" "compiler" "tests" "e2e" "guard refusal" "time" "how verified"
+# shellcheck disable=SC2059
+printf "$fmt" "---" "--------" "-----" "---" "-------------" "----" "------------"
+for row in "${rows[@]}"; do
+    IFS='|' read -r label isa compiler margs runner how tests gkey <<<"$row"
+    t="ok ${R_P[$label]}"
+    [ "${R_F[$label]}" -gt 0 ] && t="FAIL ${R_F[$label]}, ok ${R_P[$label]}"
+    [ "${R_S[$label]}" -gt 0 ] && t+=" (${R_S[$label]} skip)"
+    g=$(guard_of "$gkey")
+    # shellcheck disable=SC2059
+    printf "$fmt" "$label" "$compiler" "$t" "${R_E2E[$label]}" "$g" "${R_SEC[$label]} s" "${R_HOW[$label]}"
+    results_row "$out" "$label" "${R_P[$label]}" "${R_F[$label]}" "${R_S[$label]}" "${R_SEC[$label]}" \
+        "$isa" "$compiler" "${R_E2E[$label]}" "$g" "${R_HOW[$label]}"
+done
+results_row "$out" test_guard.sh "$gp" "$gf" "$gs" $((SECONDS - t0)) - - - - "once, every guard refusal"
+for n in "${notes[@]}"; do echo "note: not built: $n"; done
+echo "(tests = every test of the row, test_e2e.sh included; guard = tests/test_guard.sh, run once:" \
+    "$gp passed, $gf failed, $gs skipped; total time $((SECONDS - t_start)) s; results in $out)"
+results_row "$out" total "$TP" "$TF" "$TS" $((SECONDS - t_start))
+results_line "$TP" "$TF" "$TS"
+[ "$TF" -eq 0 ]
