@@ -14,16 +14,19 @@ unset MAKEFLAGS MFLAGS MAKELEVEL CC
 
 # arch|isa|make arguments. The floor of each architecture is its first row:
 # the launcher asks it which builds the CPU runs.
+# The ISAs come from the registry (config/isas.txt), lowest first.
+isas_for() { awk -f tools/isas.awk -v want=rows config/isas.txt | awk -F'|' -v a="$1" '$2 == a || $2 == "any" { print $1 }'; }
 rows=()
 case $(uname -m) in
 x86_64 | amd64)
-    for isa in scalar sse2 sse41 avx2 avxvnni avx512vnni; do rows+=("x86_64|$isa|"); done ;;
+    for isa in $(isas_for x86); do rows+=("x86_64|$isa|"); done ;;
 esac
 if command -v arm-linux-gnueabihf-gcc >/dev/null; then
-    for isa in scalar neon; do rows+=("armv7|$isa|CROSS=arm-linux-gnueabihf-"); done
+    for isa in $(isas_for arm32); do rows+=("armv7|$isa|CROSS=arm-linux-gnueabihf-"); done
 fi
+# AArch64 always has NEON: its floor is neon, not scalar.
 if command -v aarch64-linux-gnu-gcc >/dev/null; then
-    for isa in neon neon_dotprod sve; do rows+=("aarch64|$isa|CROSS=aarch64-linux-gnu-"); done
+    for isa in $(isas_for aarch64 | grep -vx scalar); do rows+=("aarch64|$isa|CROSS=aarch64-linux-gnu-"); done
 fi
 
 rm -rf "$DIST"
