@@ -7,11 +7,9 @@
 #    this CPU lacks must be refused by its guard instead;
 #  - the launcher picks the best build for this CPU and, from the CPU report
 #    of qemu's Nehalem and Core 2 Duo, sse41 and sse2; it is POSIX sh (dash).
-# env: DIST (a folder made by `make dist`; default: made here into build/dist),
-#      MODELS, PYTHON (to convert stories260K when no shipped .mlb exists)
+# env: DIST (a folder made by `make dist`; default: made here into build/dist)
 set -u
 cd "$(dirname "$0")/.."
-: "${PYTHON:=python3}" "${MODELS:=../shared/models}"
 . tests/sh_lib.sh
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -35,42 +33,40 @@ for b in "$DIST"/*/*/ml_*; do
 done
 
 # ---- golden logits, per build ------------------------------------------------------
-S260=$MODELS/stories260K
-model=build/models/stories260K_q8_0.mlb
-if [ ! -f "$model" ] && [ -f "$S260/stories260K.bin" ] && "$PYTHON" -c 'import numpy' 2>/dev/null; then
-    mkdir -p build/models
-    "$PYTHON" tools/convert.py "$S260/stories260K.bin" "$model" --wtype q8_0 >/dev/null
-fi
+# the shipped model (tests/test_default_model.sh checks it is convert.py's output)
+model=models/stories260K/stories260K_q8_0.mlb tok=models/stories260K/tok512.bin
 golden=$(cat tests/golden/stories260K_q8_0.logits64.sha256)
-# qemu CPU model that has each ARM build's ISA
-declare -A QEMU=([armv7/scalar]="qemu-arm -cpu cortex-a7" [armv7/neon]="qemu-arm -cpu cortex-a15"
-    [aarch64/neon]="qemu-aarch64 -cpu cortex-a53" [aarch64/neon_dotprod]="qemu-aarch64 -cpu cortex-a76"
-    [aarch64/sve]="qemu-aarch64 -cpu max")
-if [ ! -f "$model" ]; then
-    skip "golden logits: no stories260K model ($S260 absent or no numpy)"
-else
-    for b in "$DIST"/*/*/ml_run; do
-        rel=${b#"$DIST"/} key=${rel%/ml_run} runner=
-        case $key in
-        x86_64/*)
-            if ! "$b" --cpu-info 2>/dev/null | grep -q '^  this build  : supported'; then
-                "$b" -m "$model" >/dev/null 2>"$tmp/err"
-                if [ $? -eq 3 ] && grep -q 'built for' "$tmp/err"; then ok "$rel: refused by its guard (CPU lacks ${key#*/})"
-                else bad "$rel: this CPU lacks ${key#*/} and the guard did not refuse"; fi
-                continue
-            fi ;;
-        *)
-            runner=${QEMU[$key]:-}
-            if [ -z "$runner" ] || ! have "${runner%% *}"; then skip "$rel: no ${runner:-qemu} to run it"; continue; fi ;;
-        esac
-        # shellcheck disable=SC2086
-        $runner "$b" -m "$model" -z "$S260/tok512.bin" -i "Once upon a time" -n 64 --temp 0 \
-            --logits "$tmp/l.f32" >/dev/null 2>"$tmp/err"
-        sum=$(sha256sum <"$tmp/l.f32" | cut -d' ' -f1)
-        if [ "$sum" = "$golden" ]; then ok "$rel: golden stories260K logits${runner:+ (${runner})}"
-        else bad "$rel: logits hash $sum, golden $golden: $(head -n 2 "$tmp/err")"; fi
-    done
-fi
+# qemu for an ARM build: the first CPU of its registry line's "run on" column
+# (config/isas.txt); scalar runs on the first CPU of its architecture's lines.
+qemu_for() {  # dist arch, isa
+    local a=$1 q
+    case $a in armv7) a=arm32 q=qemu-arm ;; aarch64) q=qemu-aarch64 ;; *) return 1 ;; esac
+    local cpu
+    cpu=$(awk -f tools/isas.awk -v want=rows config/isas.txt |
+        awk -F'|' -v a="$a" -v i="$2" '$2 == a && (i == "scalar" || $1 == i) { split($3, c, ";"); print c[1]; exit }')
+    [ -n "$cpu" ] && echo "$q -cpu $cpu"
+}
+for b in "$DIST"/*/*/ml_run; do
+    rel=${b#"$DIST"/} key=${rel%/ml_run} runner=
+    case $key in
+    x86_64/*)
+        if ! "$b" --cpu-info 2>/dev/null | grep -q '^  this build  : supported'; then
+            "$b" -m "$model" >/dev/null 2>"$tmp/err"
+            if [ $? -eq 3 ] && grep -q 'built for' "$tmp/err"; then ok "$rel: refused by its guard (CPU lacks ${key#*/})"
+            else bad "$rel: this CPU lacks ${key#*/} and the guard did not refuse"; fi
+            continue
+        fi ;;
+    *)
+        runner=$(qemu_for "${key%/*}" "${key#*/}")
+        if [ -z "$runner" ] || ! have "${runner%% *}"; then skip "$rel: no ${runner:-qemu} to run it"; continue; fi ;;
+    esac
+    # shellcheck disable=SC2086
+    $runner "$b" -m "$model" -z "$tok" -i "Once upon a time" -n 64 --temp 0 \
+        --logits "$tmp/l.f32" >/dev/null 2>"$tmp/err"
+    sum=$(sha256sum <"$tmp/l.f32" | cut -d' ' -f1)
+    if [ "$sum" = "$golden" ]; then ok "$rel: golden stories260K logits${runner:+ (${runner})}"
+    else bad "$rel: logits hash $sum, golden $golden: $(head -n 2 "$tmp/err")"; fi
+done
 
 # ---- the launcher ---------------------------------------------------------------------
 if [ -x "$DIST/x86_64/scalar/ml_run" ] && [ "$(uname -m)" = x86_64 ]; then

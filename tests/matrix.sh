@@ -6,9 +6,10 @@
 # of the build; the others run test_kernels and test_e2e.sh (bit-identity and
 # the golden hashes). Further rows: sse2 ASM=1; THREADS=pthread for the
 # aarch64 lines past neon; clang builds of every ARM line and of
-# $ML_CLANG_ISAS on x86, the last ARM one run under qemu. Then
-# tests/test_guard.sh once (the guard refusals), whose results fill the
-# guard column.
+# $ML_CLANG_ISAS on x86, the last ARM one run under qemu; avx512vnni with the
+# archive's oldest and newest compilers. Then tests/test_guard.sh once (the
+# guard refusals), whose results fill the guard column, and
+# tests/dist_check.sh once (make dist).
 # Every row first builds what test_e2e.sh compares with: the native scalar
 # gcc build (the reference), and the row's build with ML_NO_MMAP=1 and with
 # THREADS=pthread; a build is made once, whatever rows share it.
@@ -79,6 +80,13 @@ while IFS='|' read -r isa arch run_on; do
 done < <(awk -f tools/isas.awk -v want=rows config/isas.txt)
 if [ "$host_x86" = 1 ]; then
     rows+=("sse2-asm|sse2|gcc ASM=1|ASM=1||||all|")
+    # The oldest and newest compilers of the archive: the avx512vnni build
+    # compiles every x86 kernel folder (its chain), warning-free, and must
+    # write the golden logits. $ML_COMPILERS overrides the list.
+    for cc in ${ML_COMPILERS:-gcc-11 clang-13 clang-22}; do
+        if have "$cc"; then rows+=("avx512vnni-$cc|avx512vnni|$cc|CC=$cc|||$SUBSET|")
+        else notes+=("avx512vnni with $cc: $cc not installed"); fi
+    done
     if have clang; then
         for isa in $CLANG_ISAS; do rows+=("$isa-clang|$isa|clang|CC=clang|||all|"); done
     else
@@ -194,6 +202,21 @@ if ! read -r gp gf gs < <(results_total "$tmp/guard.tsv"); then
 fi
 TP=$((TP + gp)) TF=$((TF + gf)) TS=$((TS + gs))
 echo "   test_guard.sh: $gp passed, $gf failed, $gs skipped ($((SECONDS - t0)) s)"
+# ---- make dist, once: static binaries of every ISA and the launcher -------------------
+echo "== tests/dist_check.sh (make dist)"
+t1=$SECONDS
+if [ -n "${ML_ROWS:-}" ]; then
+    printf 'total\t0\t0\t1\t0\n' >"$tmp/dist.tsv"; echo "SKIP - dist_check.sh: ML_ROWS is set"
+else
+    ML_RESULTS="$tmp/dist.tsv" nice bash tests/dist_check.sh >"$tmp/dist.log" 2>&1
+    grep -E '^(FAIL|SKIP) - ' "$tmp/dist.log" | sed 's/^/   [dist] /'
+fi
+if ! read -r dp df ds < <(results_total "$tmp/dist.tsv"); then
+    dp=0 df=1 ds=0; echo "FAIL - dist_check.sh wrote no results"; tail -n 5 "$tmp/dist.log" | sed 's/^/    /'
+fi
+TP=$((TP + dp)) TF=$((TF + df)) TS=$((TS + ds))
+echo "   dist_check.sh: $dp passed, $df failed, $ds skipped ($((SECONDS - t1)) s)"
+
 # guard_of LABEL: test_guard.sh's row for that build, or n/a.
 guard_of() {
     [ -n "$1" ] || { echo "-"; return; }
@@ -219,10 +242,11 @@ for row in "${rows[@]}"; do
     results_row "$out" "$label" "${R_P[$label]}" "${R_F[$label]}" "${R_S[$label]}" "${R_SEC[$label]}" \
         "$isa" "$compiler" "${R_E2E[$label]}" "$g" "${R_HOW[$label]}"
 done
-results_row "$out" test_guard.sh "$gp" "$gf" "$gs" $((SECONDS - t0)) - - - - "once, every guard refusal"
+results_row "$out" test_guard.sh "$gp" "$gf" "$gs" $((t1 - t0)) - - - - "once, every guard refusal"
+results_row "$out" dist_check.sh "$dp" "$df" "$ds" $((SECONDS - t1)) - - - - "once, make dist: static, golden, launcher"
 for n in "${notes[@]}"; do echo "note: not built: $n"; done
 echo "(tests = every test of the row, test_e2e.sh included; guard = tests/test_guard.sh, run once:" \
-    "$gp passed, $gf failed, $gs skipped; total time $((SECONDS - t_start)) s; results in $out)"
+    "$gp passed, $gf failed, $gs skipped; make dist's check: $dp passed, $df failed, $ds skipped; total time $((SECONDS - t_start)) s; results in $out)"
 results_row "$out" total "$TP" "$TF" "$TS" $((SECONDS - t_start))
 results_line "$TP" "$TF" "$TS"
 [ "$TF" -eq 0 ]
