@@ -1,5 +1,5 @@
 # legacy-ml — `make help` lists the targets.
-#   make ISA=<isa> [THREADS=1|pthread] [ASM=0|1] [CROSS=<prefix>] [DEBUG=0|1] [ML_NO_MMAP=1] [SAN=1] [STATIC=1]
+#   make ISA=<isa> [THREADS=1|pthread] [ASM=0|1] [CROSS=<prefix>] [DEBUG=0|1] [ML_NO_MMAP=1] [SAN=1] [STATIC=1] [M32=1]
 
 # `make run` without ISA (or with ISA=auto) picks the best build this CPU
 # runs; everything else defaults to scalar, which is also auto's probe.
@@ -16,6 +16,7 @@ ASM      ?= 0
 DEBUG    ?= 0
 SAN      ?= 0
 STATIC   ?= 0
+M32      ?= 0
 CROSS    ?=
 CC       := $(if $(filter default,$(origin CC)),$(CROSS)gcc,$(CC))
 PYTHON   ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import numpy' 2>/dev/null && echo $$p && break; done)
@@ -42,22 +43,34 @@ $(error ISA=$(ISA) does not build for $(ARCH) (compiler $(CC): $(MACHINE)); see 
 endif
 isa_flags = $(shell $(call isas,flags,$(1)))
 
+# ---- 32-bit x86 (M32=1 with the host gcc, or an i686 compiler). x87 math
+# would round differently from every other build (80-bit registers), so all
+# code except the guard does its float math in SSE2 registers; the guard stays
+# at plain i686 so it can refuse a CPU without SSE2 (Pentium III) cleanly. ----
+I686       := $(or $(filter 1,$(M32)),$(filter i386-% i486-% i586-% i686-%,$(shell $(CC) -dumpmachine 2>/dev/null)))
+M32_FLAGS  := $(if $(filter 1,$(M32)),-m32)
+BASE_FLAGS := $(if $(I686),-msse2 -mfpmath=sse)
+# gcc-12-multilib without gcc-multilib (which would remove the ARM cross
+# compilers) lacks the /usr/include/asm link -m32 needs; the x86 asm/ headers
+# serve both widths, so a link in the build folder stands in for it.
+M32_ASM     = $(if $(and $(M32_FLAGS),$(wildcard /usr/include/asm/.)),,$(if $(M32_FLAGS),$(BUILD)/m32-include/asm))
+
 OPT      := $(if $(filter 1,$(DEBUG)),-O0 -g,-O2)
 # SAN=1: AddressSanitizer + UndefinedBehaviorSanitizer; the first report stops the program.
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 OPT      += $(if $(filter 1,$(SAN)),-g $(SAN_FLAGS))
 CFLAGS   ?=
-CFLAGS   += $(TARGET) -std=c11 $(OPT) -Wall -Wextra -ffp-contract=off -D_POSIX_C_SOURCE=200809L \
+CFLAGS   += $(TARGET) $(M32_FLAGS) $(if $(M32_ASM),-isystem $(dir $(M32_ASM))) -std=c11 $(OPT) -Wall -Wextra -ffp-contract=off -D_POSIX_C_SOURCE=200809L \
             -I. -I$(BUILD)/gen -DML_ISA=$(ISA) -DML_THREADS_$(THREADS) \
             $(if $(ML_NO_MMAP),-DML_NO_MMAP) $(EXTRA_CFLAGS)
 LDFLAGS  ?=
-LDFLAGS  += $(TARGET) $(if $(filter 1,$(SAN)),$(SAN_FLAGS))
+LDFLAGS  += $(TARGET) $(M32_FLAGS) $(if $(filter 1,$(SAN)),$(SAN_FLAGS))
 # STATIC=1: no shared libraries at all, so the binary starts on any Linux of
 # its architecture, however old its C library (make dist).
 LDFLAGS  += $(if $(filter 1,$(STATIC)),-static)
 LDLIBS   := -lm $(if $(filter pthread,$(THREADS)),-lpthread)
 
-NAME_SUFFIX := $(if $(filter pthread,$(THREADS)),-pthread)$(if $(ML_NO_MMAP),-nommap)$(if $(filter 1,$(DEBUG)),-debug)$(if $(filter 1,$(ASM)),-asm)$(if $(filter 1,$(SAN)),-san)$(if $(filter 1,$(STATIC)),-static)
+NAME_SUFFIX := $(if $(filter pthread,$(THREADS)),-pthread)$(if $(ML_NO_MMAP),-nommap)$(if $(filter 1,$(DEBUG)),-debug)$(if $(filter 1,$(ASM)),-asm)$(if $(filter 1,$(SAN)),-san)$(if $(filter 1,$(STATIC)),-static)$(if $(filter 1,$(M32)),-i686)
 # The build folder; BUILD=... on the command line overrides it (not the
 # environment, where the test scripts keep their own BUILD).
 ifneq ($(origin BUILD),command line)
@@ -103,6 +116,7 @@ help:
 	@echo "options: ISA=$(ISAS) (config/isas.txt; auto: make run only)"
 	@echo "         THREADS=1|pthread ASM=0|1 DEBUG=0|1 CROSS=<prefix> ML_NO_MMAP=1 CC=clang"
 	@echo "         SAN=1 (ASan+UBSan, into build/<isa>-san/)  STATIC=1 (-static)"
+	@echo "         M32=1 (32-bit x86, -m32: scalar sse2 sse41 avx2 ...; needs SSE2; into build/<isa>-i686/)"
 
 # The C side of the registry, generated for every build (config/ml_config.h).
 GEN_H      := $(BUILD)/gen/ml_isas_gen.h
@@ -110,18 +124,25 @@ $(GEN_H): $(ISA_LIST) tools/isas.awk
 	@mkdir -p $(@D)
 	$(call isas,header) >$@
 
-# ---- objects: baseline flags, except kernels/<isa>/ ----
-$(LIB_OBJ) $(GUARD_OBJ) $(APP_OBJ) $(call obj,$(wildcard app/*.c) $(TEST_SRC)): | $(GEN_H)
+# ---- objects: baseline flags (BASE_FLAGS), except kernels/<isa>/ and the guard ----
+$(LIB_OBJ) $(GUARD_OBJ) $(APP_OBJ) $(call obj,$(wildcard app/*.c) $(TEST_SRC)): | $(GEN_H) $(M32_ASM)
+$(BUILD)/m32-include/asm:
+	@mkdir -p $(@D)
+	ln -sfn /usr/include/$(shell $(CC) -print-multiarch)/asm $@
 $(BUILD)/obj/kernels/%.o: kernels/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(call isa_flags,$(firstword $(subst /, ,$*))) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) $(BASE_FLAGS) $(call isa_flags,$(firstword $(subst /, ,$*))) -MMD -MP -c $< -o $@
 # A static pattern rule, so it wins over the .c rule when name.c also exists.
 $(call obj,$(ASM_FILES)): $(BUILD)/obj/kernels/%.o: kernels/%.S
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(call isa_flags,$(firstword $(subst /, ,$*))) -c $< -o $@
-$(BUILD)/obj/%.o: %.c
+	$(CC) $(CFLAGS) $(BASE_FLAGS) $(call isa_flags,$(firstword $(subst /, ,$*))) -c $< -o $@
+# The guard: only what every CPU of the architecture runs (no BASE_FLAGS).
+$(GUARD_OBJ): $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(BASE_FLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/ml_run $(BUILD)/ml_bench $(BUILD)/ml_perplexity: $(BUILD)/%: $(BUILD)/obj/app/%.o $(APP_OBJ) $(GUARD_OBJ) $(LIB_OBJ)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
@@ -155,7 +176,7 @@ $(BUILD)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_targets.h $(APP_OBJ) $(LIB_OBJ) | $(GEN
 # THREADS=pthread.
 test: test-all
 # The reference is always the same build, whatever this command line says.
-REF_ARGS := ISA=scalar CC=gcc CROSS= THREADS=1 ASM=0 DEBUG=0 SAN=0 ML_NO_MMAP= EXTRA_CFLAGS=
+REF_ARGS := ISA=scalar CC=gcc CROSS= THREADS=1 ASM=0 DEBUG=0 SAN=0 M32=0 ML_NO_MMAP= EXTRA_CFLAGS=
 
 # SAN=1: a failed allocation (test_loader's 256 GiB arena) must return NULL, not abort.
 check: all

@@ -1,8 +1,8 @@
 #include "core/arena.h"
 
 #include <stdint.h>
-#include <stdlib.h>
 
+#include "core/mem.h"
 #include "core/quant.h"
 
 size_t ml_arena_round(size_t n) {
@@ -16,16 +16,15 @@ ml_status ml_arena_init(ml_arena *a, size_t cap, ml_err *err) {
     cap = ml_arena_round(cap);
     if (cap == SIZE_MAX)
         return ml_errf(err, ML_E_NOMEM, "arena: %zu bytes overflow size_t", cap);
-    /* aligned_alloc needs a size that is a multiple of the alignment: cap is. */
-    void *p = aligned_alloc(ML_ALIGN, cap ? cap : ML_ALIGN);
-    if (!p) return ml_errf(err, ML_E_NOMEM, "arena: cannot allocate %zu bytes", cap);
+    void *p = ml_aligned_alloc(ML_ALIGN, cap);
+    if (!p) return ml_errf(err, ML_E_NOMEM, "arena: cannot allocate %zu bytes%s", cap, ML_ADDR32_HINT);
     a->base = p;
     a->cap = cap;
     return ML_OK;
 }
 
 void ml_arena_free(ml_arena *a) {
-    free(a->base);
+    ml_aligned_free(a->base);
     a->base = NULL;
     a->cap = a->used = 0;
 }

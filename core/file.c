@@ -1,3 +1,5 @@
+/* A 32-bit stat() must see files over 2 GiB, to say why they cannot load. */
+#define _FILE_OFFSET_BITS 64
 /* madvise(MADV_HUGEPAGE) is a Linux extension beyond POSIX. */
 #if defined(__linux__) && !defined(_DEFAULT_SOURCE)
 #define _DEFAULT_SOURCE
@@ -11,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/mem.h"
 #include "core/quant.h"
 
 #if defined(_WIN32)
@@ -26,13 +29,14 @@
 static ml_status read_whole(ml_file *f, FILE *fp, const char *path, size_t size, ml_err *err) {
     size_t align = size >= HUGE_ALIGN ? HUGE_ALIGN : ML_ALIGN;
     size_t cap = (size + align - 1) / align * align;
-    unsigned char *buf = aligned_alloc(align, cap ? cap : align);
-    if (!buf) return ml_errf(err, ML_E_NOMEM, "%s: cannot allocate %zu bytes to read it", path, size);
+    unsigned char *buf = ml_aligned_alloc(align, cap);
+    if (!buf) return ml_errf(err, ML_E_NOMEM, "%s: cannot allocate %zu bytes to read it%s", path, size,
+                             ML_ADDR32_HINT);
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (align == HUGE_ALIGN) madvise(buf, cap, MADV_HUGEPAGE); /* a hint: failure is harmless */
 #endif
     if (fread(buf, 1, size, fp) != size) {
-        free(buf);
+        ml_aligned_free(buf);
         return ml_errf(err, ML_E_IO, "%s: short read (expected %zu bytes)", path, size);
     }
     f->data = buf;
@@ -61,7 +65,9 @@ static ml_status map_whole(ml_file *f, const char *path, ml_err *err) {
 #elif !defined(ML_NO_MMAP)
 static ml_status map_whole(ml_file *f, FILE *fp, const char *path, ml_err *err) {
     void *p = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fileno(fp), 0);
-    if (p == MAP_FAILED) return ml_errf(err, ML_E_IO, "%s: mmap failed: %s", path, strerror(errno));
+    if (p == MAP_FAILED)
+        return ml_errf(err, errno == ENOMEM ? ML_E_NOMEM : ML_E_IO, "%s: mmap of %zu bytes failed: %s%s",
+                       path, f->size, strerror(errno), errno == ENOMEM ? ML_ADDR32_HINT : "");
     f->data = p;
     f->kind = ML_FILE_MAPPED;
     return ML_OK;
@@ -75,8 +81,8 @@ ml_status ml_file_open(ml_file *f, const char *path, int use_mmap, ml_err *err) 
         return ml_errf(err, ML_E_IO, "%s: cannot open: %s", path, strerror(errno));
     if (!S_ISREG(st.st_mode)) return ml_errf(err, ML_E_IO, "%s: not a regular file", path);
     if ((uint64_t)st.st_size > (uint64_t)SIZE_MAX - ML_ALIGN)
-        return ml_errf(err, ML_E_NOMEM, "%s: %lld bytes do not fit in this address space", path,
-                       (long long)st.st_size);
+        return ml_errf(err, ML_E_NOMEM, "%s: %lld bytes do not fit in this address space%s", path,
+                       (long long)st.st_size, ML_ADDR32_HINT);
     f->size = (size_t)st.st_size;
     if (f->size == 0) return ml_errf(err, ML_E_FORMAT, "%s: file is empty", path);
 
@@ -110,7 +116,7 @@ const char *ml_file_kind_name(ml_file_kind k) {
 void ml_file_close(ml_file *f) {
     if (!f->data) return;
     if (f->kind == ML_FILE_HEAP) {
-        free((void *)f->data);
+        ml_aligned_free((void *)f->data);
     } else if (f->kind == ML_FILE_MAPPED) {
 #if defined(_WIN32)
         UnmapViewOfFile(f->data);

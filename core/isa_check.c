@@ -79,7 +79,7 @@ ML_GUARD_FN ml_build ml_build_this(void) {
  * So avx512vnni needs AVX-VNNI only while some kernel still resolves to
  * kernels/avxvnni/ (VEX vpdpbusd, which Cascade Lake, Ice Lake and Zen 4 lack). */
 #define F(x) ML_FBIT(ML_F_##x)
-ML_GUARD_FN uint32_t ml_build_requires(ml_build b) {
+ML_GUARD_FN static uint32_t isa_requires(ml_build b) {
     if (b < 0 || b >= ML_BUILD_COUNT) return 0;
     uint32_t need = build_needs[b];
     for (int k = 0; k < ML_KERNEL_COUNT; k++) {
@@ -87,6 +87,18 @@ ML_GUARD_FN uint32_t ml_build_requires(ml_build b) {
         if (s >= 0) need |= build_needs[s];
     }
     return need;
+}
+
+/* 32-bit x86 builds do their float math in SSE2 registers (x87 would round
+ * differently; see the Makefile's M32), so every one of them, scalar
+ * included, needs SSE2. On x86-64, SSE2 is the architecture's baseline. */
+#if defined(__i386__) || defined(_M_IX86)
+#define BASELINE_NEEDS F(SSE2)
+#else
+#define BASELINE_NEEDS 0
+#endif
+ML_GUARD_FN uint32_t ml_build_requires(ml_build b) {
+    return BASELINE_NEEDS | isa_requires(b);
 }
 
 /* ==== read the host ======================================================= */
@@ -238,8 +250,14 @@ ML_GUARD_FN static int build_arch_matches(ml_build b, ml_cpu_arch arch) {
     return (build_archs[b] >> arch) & 1u;
 }
 
+/* What b needs on CPU f: the 32-bit x86 baseline concerns x86 CPUs only (the
+ * recorded ARM CPUs of the tests are decoded on any host). */
+ML_GUARD_FN static uint32_t needs_on(ml_build b, const ml_cpu_features *f) {
+    return f->arch == ML_ARCH_X86 ? ml_build_requires(b) : isa_requires(b);
+}
+
 ML_GUARD_FN static int can_run(ml_build b, const ml_cpu_features *f) {
-    uint32_t need = ml_build_requires(b);
+    uint32_t need = needs_on(b, f);
     return (f->has & need) == need;
 }
 
@@ -269,7 +287,7 @@ ML_GUARD_FN static void put(outbuf *o, const char *fmt, ...) {
 /* OS register state is worth naming only when the CPU has the instructions;
  * "the OS does not save ZMM" on a CPU without AVX-512 is noise. */
 ML_GUARD_FN static uint32_t missing_of(ml_build b, const ml_cpu_features *f) {
-    uint32_t miss = ml_build_requires(b) & ~f->has;
+    uint32_t miss = needs_on(b, f) & ~f->has;
     if (!(f->has & F(AVX))) miss &= ~F(OS_YMM);
     if (!(f->has & F(AVX512F))) miss &= ~F(OS_ZMM);
     return miss;
@@ -281,9 +299,13 @@ ML_GUARD_FN static void put_features(outbuf *o, uint32_t set) {
         if (set & ML_FBIT(i)) put(o, "%s%s", sep, feature_names[i]), sep = ", ";
 }
 
+/* A 32-bit x86 CPU without SSE2 (Pentium III, Athlon XP) runs no build at all. */
 ML_GUARD_FN static void put_advice(outbuf *o, const ml_cpu_features *f) {
     ml_build best = ml_best_build(f);
-    put(o, "Use the %s build (make ISA=%s).", build_names[best], build_names[best]);
+    if (can_run(best, f))
+        put(o, "Use the %s build (make ISA=%s).", build_names[best], build_names[best]);
+    else
+        put(o, "No legacy-ml build runs on this CPU (32-bit x86 builds need SSE2).");
 }
 
 ML_GUARD_FN ml_status ml_isa_check_for(ml_build b, const ml_cpu_features *f, ml_err *err) {
@@ -337,8 +359,11 @@ ML_GUARD_FN void ml_isa_report_for(ml_build b, const ml_cpu_features *f, char *b
             ml_isa_check_for(b, f, &e);
             put(&o, "NOT supported. %s\n", e.msg);
         }
-        put(&o, "  best build  : %s (make ISA=%s)\n", build_names[ml_best_build(f)],
-            build_names[ml_best_build(f)]);
+        ml_build best = ml_best_build(f);
+        if (can_run(best, f))
+            put(&o, "  best build  : %s (make ISA=%s)\n", build_names[best], build_names[best]);
+        else
+            put(&o, "  best build  : none (32-bit x86 builds need SSE2)\n");
     } else {
         put(&o, "  this build  : assumed supported (no run-time detection here)\n");
     }

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.." || exit 1
 . tests/sh_lib.sh
 
 # The compilers are part of what is tested: gcc natively, the CROSS gcc for ARM.
-unset CC
+unset CC M32  # each build below names its compiler and word size
 # A parent make's command line (make test ISA=neon CROSS=...) must not leak
 # into the builds made here.
 unset MAKEFLAGS MFLAGS MAKELEVEL
@@ -99,7 +99,9 @@ refuses() {
         bad "$what: names '$lacks': $msg"; return
     fi
     case $msg in *"built for $isa but"*) ;; *) bad "$what: build $isa not named: $msg"; return ;; esac
-    case $msg in *"Use the $best build (make ISA=$best)."*) ;; *) bad "$what: does not advise $best: $msg"; return ;; esac
+    local advice="Use the $best build (make ISA=$best)."
+    [ "$best" = none ] && advice="No legacy-ml build runs on this CPU"
+    case $msg in *"$advice"*) ;; *) bad "$what: does not advise $best: $msg"; return ;; esac
     ok "$label: $(basename "$bin") under '$*' exits 3: lacks: $lacks; advises $best"
 }
 
@@ -215,6 +217,33 @@ if [ "$host_x86" = 1 ] && have valgrind; then
             "~AVX-512F, AVX-512BW, AVX-512VL, AVX-512VNNI" avx2 "${V[@]}"
 else
     skip "valgrind: not installed; the valgrind refusal checks (avxvnni, avx512vnni) not run"
+fi
+
+# ---- 32-bit x86 (M32=1): every build needs SSE2 (its float math) -----------
+# The guard stays at plain i686: on a Pentium II/III it must name SSE2, not
+# die of SIGILL. qemu-i386 -cpu n270 is the Atom of the netbooks (SSSE3).
+if [ "$host_x86" = 1 ] && have gcc && echo 'int main(void) { return 0; }' |
+    gcc -m32 -x c - -o "$tmp/m32" 2>/dev/null; then
+    declare -A IBIN IRBIN
+    for isa in scalar sse2 sse41; do
+        build "$isa-i686" "$isa" M32=1 && IBIN[$isa]=$BIN && IRBIN[$isa]=$RBIN &&
+            baseline "$isa-i686" "$DIR" objdump '%xmm|%[yz]mm|%k[0-7]'
+    done
+    if have qemu-i386; then
+        for isa in scalar sse2; do
+            [ -n "${IBIN[$isa]:-}" ] || continue
+            for cpu in pentium2 pentium3; do
+                refuses "$isa-i686" "$isa" "${IRBIN[$isa]}" "SSE2" none qemu-i386 -cpu "$cpu"
+            done
+        done
+        [ -n "${IBIN[scalar]:-}" ] && runs scalar-i686 "${IBIN[scalar]}" qemu-i386 -cpu n270
+        [ -n "${IBIN[sse41]:-}" ] &&
+            refuses sse41-i686 sse41 "${IRBIN[sse41]}" "SSE4.1" sse2 qemu-i386 -cpu n270
+    else
+        skip "i686: qemu-i386 not installed (apt-get install qemu-user); Pentium II/III refusals not run"
+    fi
+else
+    skip "i686: gcc -m32 cannot link (apt-get install gcc-12-multilib); 32-bit guard checks not run"
 fi
 
 # ---- ARM: cross gcc + qemu-user -----------------------------------------

@@ -31,6 +31,8 @@ static const x86_cpu qmax = {"qemu -cpu max",
     {0xd, 0xfed8320b, 0x0fcbfbfd, 0x0, 0x01d843a9, 0x8001020c, 0x0, 0x21f}};
 static const x86_cpu qmax_nofma = {"qemu -cpu max,-fma",
     {0xd, 0xfed8220b, 0x0fcbfbfd, 0x0, 0x01d843a9, 0x8001020c, 0x0, 0x21f}};
+static const x86_cpu pentium3 = {"qemu-i386 -cpu pentium3 (SSE, no SSE2)",
+    {0x3, 0x80000000, 0x0383fbfd, 0x0, 0x0, 0x0, 0x0, 0x0}};
 static const x86_cpu valgrind = {"valgrind on the EPYC host",
     {0xd, 0x7ffafbff, 0xbfebfbff, 0x0, 0x000427aa, 0x0, 0x0, 0x7}};
 
@@ -199,6 +201,30 @@ static void test_x86_verdicts(void) {
     GROUP_DONE("x86 verdicts: accept, refuse naming every missing feature, advice", before);
 }
 
+/* A CPU without SSE2: on x86-64 it cannot exist; a 32-bit build needs SSE2
+ * in every build (its float math), so it runs nothing and says so. */
+static void test_no_sse2(void) {
+    int before = tl_failed;
+    ml_cpu_features f = x86(&pentium3);
+    ml_status st;
+    CHECK(f.has == 0, "pentium3 decodes with no feature we use, got 0x%x", (unsigned)f.has);
+    const char *msg = verdict(ML_BUILD_SSE2, &f, &st);
+    CHECK(st == ML_E_ISA && has_word(msg, "SSE2"), "pentium3: sse2 build refused naming SSE2: %s", msg);
+    msg = verdict(ML_BUILD_SCALAR, &f, &st);
+#if defined(__i386__) || defined(_M_IX86)
+    CHECK(st == ML_E_ISA && has_word(msg, "SSE2") &&
+          strstr(msg, "No legacy-ml build runs on this CPU (32-bit x86 builds need SSE2)."),
+          "32-bit scalar build refused on pentium3 naming SSE2, no build advised: %s", msg);
+    char buf[2048];
+    ml_isa_report_for(ML_BUILD_SCALAR, &f, buf, sizeof buf);
+    CHECK(strstr(buf, "needs: SSE2\n") && strstr(buf, "runs here   : \n") &&
+          strstr(buf, "best build  : none (32-bit x86 builds need SSE2)\n"), "pentium3 report:\n%s", buf);
+#else
+    CHECK(st == ML_OK, "64-bit scalar build needs nothing beyond x86-64: %s", msg);
+#endif
+    GROUP_DONE("no SSE2 (Pentium III): refusals and advice for this word size", before);
+}
+
 static void test_messages(void) {
     int before = tl_failed;
     ml_cpu_features f = x86(&westmere);
@@ -302,6 +328,7 @@ int ml_main(int argc, char **argv) {
     test_decode_recorded();
     test_decode_rules();
     test_x86_verdicts();
+    test_no_sse2();
     test_messages();
     test_arm();
     test_tables();

@@ -120,6 +120,18 @@ damaged("nan", "tok_emb.d", lambda n: [(7, float("nan"))])
 damaged("overflow_residual", "tok_emb.d", lambda n: [(i, 3e38) for i in range(n)])
 damaged("overflow_logits", "final_norm", lambda n: [(i, 3e38) for i in range(n)])
 PY
+# A model beyond a 32-bit address space (a sparse 5 GiB file, no disk used): a
+# 32-bit build says so, with the way out; a 64-bit one maps it and finds no magic.
+truncate -s 5G "$tmp/huge.mlb" 2>/dev/null || : >"$tmp/huge.mlb"
+if [ ! -s "$tmp/huge.mlb" ]; then
+    skip "5 GiB sparse model: truncate failed"
+elif [ "$(od -An -tu1 -j4 -N1 "$BIN" | tr -d ' ')" = 1 ]; then  # ELF class 1: 32-bit
+    expect "5 GiB model, 32-bit build" 1 "5368709120 bytes do not fit in this address space (a 32-bit process cannot hold it; use a 64-bit build)" -m "$tmp/huge.mlb" -z "$T"
+    expect "5 GiB model, 32-bit build, --no-mmap" 1 "use a 64-bit build" -m "$tmp/huge.mlb" -z "$T" --no-mmap
+else
+    expect "5 GiB model, 64-bit build: mapped, refused for its content" 1 "magic: expected \"MLB1\"" -m "$tmp/huge.mlb" -z "$T"
+fi
+rm -f "$tmp/huge.mlb"
 expect "NaN scale in the model" 1 "tensor tok_emb (layer -1) element 7 is nan" -m "$tmp/nan.mlb" -z "$T"
 expect "embedding overflowing float32" 1 "residual element 0 is inf, not finite: the model's weights overflow float32" \
     -m "$tmp/overflow_residual.mlb" -z "$T" -n 8
@@ -162,7 +174,8 @@ fi
 expect "--ids to /dev/stdout works" 0 "tok/s" "${OK[@]}" -n 8 --temp 0 --ids /dev/stdout
 
 # ---- resource limits: ulimit -v 1 GiB; the default context does not fit ----
-# A model with a 2^20-token context needs a ~2.3 GiB arena (KV cache 2 GiB);
+# A model with a 2^20-token context needs a ~2.3 GiB arena (KV cache 2 GiB;
+# more than a 32-bit build can address, which the loader says up front);
 # -c 256 caps it to a few MiB. Address-space limits do not apply under ASan
 # (it reserves terabytes of shadow), valgrind or qemu.
 if [ -n "$RUNNER" ] || nm "$BIN" 2>/dev/null | grep -q __asan_init; then
@@ -171,7 +184,7 @@ else
     "$PYTHON" tools/gen_random.py "$tmp/long.mlb" --dim 64 --n-layers 4 --n-heads 4 --n-kv-heads 4 \
         --hidden-dim 96 --vocab 320 --max-seq 1048576 --seed 3 >/dev/null || bad "gen_random long"
     (ulimit -v 1048576; "$BIN" -m "$tmp/long.mlb" -z "$T" -n 16 --temp 0 >"$tmp/out" 2>"$tmp/err"); rc=$?
-    if [ $rc -eq 1 ] && grep -q 'arena: cannot allocate .* cap the context with -c' "$tmp/err"; then
+    if [ $rc -eq 1 ] && grep -Eq 'arena: (cannot allocate|[0-9]+ bytes exceed this address space).*cap the context with -c' "$tmp/err"; then
         ok "ulimit -v 1 GiB, 2^20 context: exit 1, the message suggests -c"
     else
         bad "ulimit -v 1 GiB, 2^20 context: exit $rc: $(head -c 300 "$tmp/err")"
