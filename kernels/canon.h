@@ -21,7 +21,39 @@
  *  4. Divisions and square roots are IEEE (no reciprocal estimates).
  *  5. matvec accumulates each row sequentially over its blocks:
  *        sum += (float)sumi * (dw * dx),  sumi the exact int32 block dot
- *     (SIMD kernels put rows, not elements, in the vector lanes).          */
+ *     (SIMD kernels put rows, not elements, in the vector lanes).
+ *
+ * ARM (kernels/arm/, kernels/neon/, kernels/neon_dotprod/):
+ *  A1. No vfmaq/vmlaq_f32/svmla in float math: vmulq then vaddq (rule 1;
+ *      -ffp-contract=off keeps gcc from fusing the pair).
+ *  A2. The 8-lane fold of rule 2 is written out (ml_arm_fold8): vaddvq_f32
+ *      and FADDV/FADDP add neighbours first ((l0 + l1) + ...), which is not
+ *      the canonical order.
+ *  A3. max and min treat NaN as the scalar twin does (`a > m ? a : m`):
+ *      FMAXNM (vmaxnmq_f32) where m is never NaN, compare-and-select
+ *      otherwise; never plain vmaxq_f32, which returns NaN.
+ *  A4. IEEE vdivq_f32 and scalar sqrtf only; never the vrecpeq/vrsqrteq
+ *      estimates or their Newton steps (rule 4).
+ *  A5. ARMv7 NEON flushes denormal inputs and results to zero and returns
+ *      the default NaN, whatever FPSCR says; the VFP unit the scalar build
+ *      uses does neither. So the ARMv7 neon build may use NEON only where
+ *      that cannot change a bit:
+ *        - integer work (the int8 block dots, reductions, packing);
+ *        - int32 -> float conversion of block sums (|sumi| < 2^24: exact,
+ *          never denormal);
+ *        - quantize_q8's float part: a denormal |x| never decides amax (a
+ *          block below ML_Q8_AMAX_MIN is stored as zero, otherwise amax is
+ *          normal); where x or x * id is denormal, |x * id| < 2^-126, so
+ *          x * id + copysign(0.5, x) is +-0.5 either way and q = 0.
+ *      Everything else stays VFP: matvec's sum += f * (dw * dx) (dw * dx of
+ *      tiny scales can be denormal) is scalar C per row lane, which gcc
+ *      and clang do not vectorize on ARMv7 without -ffast-math, and the
+ *      float kernels (rmsnorm, softmax, rope, silu_mul, add, dot_f32,
+ *      axpy_f32) bind to their scalar twins (kernels/neon/kernels_neon.h).
+ *      AArch64 NEON is IEEE (FPCR.FZ = 0, no default-NaN mode): there every
+ *      kernel is vectorized. tests/test_kernels.c feeds denormal scales
+ *      and activations to check this on qemu-arm, which emulates the
+ *      flush.                                                             */
 #ifndef ML_CANON_H
 #define ML_CANON_H
 
@@ -77,6 +109,14 @@ static inline float ml_canon_expf(float x) {
      * the denormals) with a single final rounding. */
     int32_t n1 = n >> 1, n2 = n - n1;
     return (p * ml_canon_pow2i(n1)) * ml_canon_pow2i(n2);
+}
+
+/* RoPE of one interleaved pair (p[0], p[1]) by (c, s), in the scalar
+ * twin's order; vector kernels use it for the pairs past their last chunk. */
+static inline void ml_canon_rope_pair(float *p, float c, float s) {
+    const float v0 = p[0], v1 = p[1];
+    p[0] = v0 * c - v1 * s;
+    p[1] = v0 * s + v1 * c;
 }
 
 /* Rule 2's lane combination. */

@@ -1,0 +1,111 @@
+/* One matvec body for the ARM builds (neon on ARMv7 and AArch64,
+ * neon_dotprod; Q8_0 and Q4_0), over fixed-name primitives: the including .c
+ * first includes its build's block dot, which defines
+ *     ml_arm_dot_i8(acc, w0, w1, xs)
+ * = acc plus int32 lanes summing to w0 . xs->x0 + w1 . xs->x1 (int8x16 each;
+ * kernels/neon/neon_dot.h: vmull_s8 + vpadalq_s16; kernels/neon_dotprod/
+ * dotprod_dot.h: vdotq_s32), then calls ml_arm_matvec with ML_ARM_Q8 or
+ * ML_ARM_Q4.
+ *
+ * Float order (kernels/canon.h rule 5, bit-identical to the scalar twin):
+ * rows in the float lanes, each row accumulating sequentially over its
+ * blocks, sum += (float)sumi * (dw * dx), separate multiply and add.
+ *
+ * Each row keeps ONE int32x4 accumulator for the whole row: the block dots
+ * are added on, never reset, and the 4 rows' accumulators reduce to their
+ * running totals S_b; a block's sums are S_b - S_(b-1). That saves zeroing
+ * four registers per block (vdotq_s32 only accumulates), and is exact even
+ * if the totals wrap: int32 lanes add modulo 2^32 and each block's sumi is
+ * below 2^20 in magnitude.
+ *
+ * Q4_0 (byte j: element j in the low nibble, 16 + j in the high one, each
+ * stored as value + 8): t = byte ^ 0x88 turns each nibble into its value's
+ * 4-bit two's complement, so t << 4 and t & 0xF0 are the int8s 16 * (value)
+ * of elements j and 16 + j: the nibbles unpacked, offset removed, in one
+ * instruction per half plus the shared xor. The Q8 path then gives 16 * sumi,
+ * and the fixed-point conversion (4 fraction bits) divides by 16 exactly.
+ * |16 * value| <= 128, so the neon shim's int16 pair sums stay <= 2 * 128 *
+ * 127 < 2^15.
+ *
+ * The row tail (< 4 rows) runs the same code with row 0 standing in for the
+ * missing rows, whose lanes are ignored. */
+#ifndef ML_ARM_MATVEC_BODY_H
+#define ML_ARM_MATVEC_BODY_H
+
+#include <stddef.h>
+
+#include "config/ml_kernels.h"
+#include "kernels/arm/arm_vec.h"
+
+enum { ML_ARM_Q8, ML_ARM_Q4 };
+
+/* ---- one block of one row: the weights as two int8x16 halves ------------ */
+
+ML_INLINE int32x4_t ml_arm_dot_q8(int32x4_t acc, const int8_t *w, const ml_arm_x *xs) {
+    const ml_arm_x v = ml_arm_ld32(w);
+    return ml_arm_dot_i8(acc, v.x0, v.x1, xs);
+}
+
+ML_INLINE int32x4_t ml_arm_dot_q4(int32x4_t acc, const int8_t *w, const ml_arm_x *xs) {
+    const uint8x16_t t = veorq_u8(vld1q_u8((const uint8_t *)w), vdupq_n_u8(0x88));
+    return ml_arm_dot_i8(acc, vreinterpretq_s8_u8(vshlq_n_u8(t, 4)),
+                         vreinterpretq_s8_u8(vandq_u8(t, vdupq_n_u8(0xF0))), xs);
+}
+
+/* ---- one block of 4 rows -------------------------------------------------- */
+
+/* acc[i] += block dot of row i (its weights at w[i]); returns this block's
+ * [sumi rows 0..3] as floats, *prev the running totals. Advances w and *xq
+ * past the block (post-incremented loads, no address arithmetic). */
+ML_INLINE float32x4_t ml_arm_block4(int32x4_t *acc, int32x4_t *prev, const int8_t **w, const int8_t **xq, int kind) {
+    const ml_arm_x xs = ml_arm_ld32(*xq);
+    *xq += ML_QK;
+    ML_UNROLL for (int i = 0; i < 4; i++) {
+        acc[i] = kind == ML_ARM_Q4 ? ml_arm_dot_q4(acc[i], w[i], &xs) : ml_arm_dot_q8(acc[i], w[i], &xs);
+        w[i] += kind == ML_ARM_Q4 ? ML_Q4_BLOCK_BYTES : ML_Q8_BLOCK_BYTES;
+    }
+    const int32x4_t total = ml_arm_reduce4(acc), sumi = vsubq_s32(total, *prev);
+    *prev = total;
+    return kind == ML_ARM_Q4 ? vcvtq_n_f32_s32(sumi, 4) : vcvtq_f32_s32(sumi);
+}
+
+/* nr (4 or 1, a constant after inlining) consecutive rows starting at y.
+ * Blocks go in groups of 4, whose scales for the 4 rows come from one 4x4
+ * transpose; the last nb % 4 blocks one at a time. */
+ML_INLINE void ml_arm_rows(float *y, const int8_t *wq, size_t wstride, const float *wd, int nb, const int8_t *xq,
+                           const float *xd, int nr, int kind) {
+    /* rows past nr repeat row 0: their lanes are computed and ignored */
+    const size_t ws = nr == 4 ? wstride : 0, ds = nr == 4 ? (size_t)nb : 0;
+    const int8_t *w[4] = {wq, wq + ws, wq + 2 * ws, wq + 3 * ws};
+    const float *d[4] = {wd, wd + ds, wd + 2 * ds, wd + 3 * ds};
+    int32x4_t acc[4] = {vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0)};
+    int32x4_t prev = vdupq_n_s32(0);
+    ml_arm_f4 sum = ml_arm_f4_zero();
+    int b = 0;
+    for (; b + 4 <= nb; b += 4) { /* groups of 4 blocks share one scale load */
+        ml_arm_f4 s[4];
+        ml_arm_scales4(s, d, xd + b);
+        ML_UNROLL for (int i = 0; i < 4; i++) d[i] += 4;
+        ML_UNROLL for (int k = 0; k < 4; k++) sum = ml_arm_f4_madd(sum, ml_arm_block4(acc, &prev, w, &xq, kind), s[k]);
+    }
+    for (; b < nb; b++) {
+        const ml_arm_f4 s = ml_arm_scales(d, xd[b]);
+        ML_UNROLL for (int i = 0; i < 4; i++) d[i]++;
+        sum = ml_arm_f4_madd(sum, ml_arm_block4(acc, &prev, w, &xq, kind), s);
+    }
+    ml_arm_f4_store(y, sum, nr);
+}
+
+ML_INLINE void ml_arm_matvec(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1, int kind) {
+    const int nb = W->cols / ML_QK;
+    const size_t wstride = (size_t)nb * (kind == ML_ARM_Q4 ? ML_Q4_BLOCK_BYTES : ML_Q8_BLOCK_BYTES);
+    int r = r0;
+    for (; r + 4 <= r1; r += 4)
+        ml_arm_rows(y + r, W->q + (size_t)r * wstride, wstride, W->d + (size_t)r * (size_t)nb, nb, x->q, x->d, 4,
+                    kind);
+    for (; r < r1; r++)
+        ml_arm_rows(y + r, W->q + (size_t)r * wstride, wstride, W->d + (size_t)r * (size_t)nb, nb, x->q, x->d, 1,
+                    kind);
+}
+
+#endif

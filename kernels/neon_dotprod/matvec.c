@@ -1,0 +1,13 @@
+/* y = W x, Q8_0 and Q4_0 weights, neon_dotprod: the vdotq_s32 block dot
+ * (dotprod_dot.h) in the shared ARM body (kernels/arm/matvec_body.h). */
+#include "kernels/neon_dotprod/dotprod_dot.h"
+
+#include "kernels/arm/matvec_body.h"
+
+void ml_k_matvec_q8_neon_dotprod(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
+    ml_arm_matvec(y, W, x, r0, r1, ML_ARM_Q8);
+}
+
+void ml_k_matvec_q4_neon_dotprod(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
+    ml_arm_matvec(y, W, x, r0, r1, ML_ARM_Q4);
+}
