@@ -65,7 +65,7 @@ while IFS='|' read -r isa arch run_on; do
     for cpu in "${cpus[@]}"; do
         run="" how="compile-only: no $qemu" tests=all
         if have "$qemu"; then run="$qemu -L /usr/${cross%-} -cpu $cpu" how="$qemu -cpu $cpu"; fi
-        [ "$first" = 1 ] || { tests=$SUBSET how+=" ($SUBSET)"; }
+        if [ "$first" = 1 ]; then first_run=$run first_how=$how; else tests=$SUBSET how+=" ($SUBSET)"; fi
         rows+=("$isa-$tag-${cpu//,sve-default-vector-length=/-vl}|$isa|${cross}gcc|CROSS=$cross|$run|$how|$tests|$([ "$first" = 1 ] && echo "$isa-$tag")")
         # Threads on the aarch64 builds past neon: -t 1, 2, 3, 8 (test_e2e.sh, test_threads).
         if [ "$first" = 1 ] && [ "$arch" = aarch64 ] && [ "$isa" != neon ]; then
@@ -75,7 +75,7 @@ while IFS='|' read -r isa arch run_on; do
     done
     if have clang; then
         rows+=("$isa-$tag-clang|$isa|clang --target=${cross%-}|CROSS=$cross CC=clang|||build|")
-        last_arm="$isa-$tag-clang|$isa|clang --target=${cross%-}|CROSS=$cross CC=clang|$run|$how|all|"
+        last_arm="$isa-$tag-clang|$isa|clang --target=${cross%-}|CROSS=$cross CC=clang|$first_run|$first_how|all|"
     fi
 done < <(awk -f tools/isas.awk -v want=rows config/isas.txt)
 if [ "$host_x86" = 1 ]; then
@@ -93,7 +93,8 @@ if [ "$host_x86" = 1 ]; then
         notes+=("x86 clang rows: clang not installed")
     fi
 fi
-# The last clang ARM build also runs every test under qemu (replacing its build-only row).
+# The last clang ARM build also runs every test under qemu, on its line's first
+# CPU (replacing its build-only row).
 if [ -n "$last_arm" ] && [ -n "$(cut -d'|' -f5 <<<"$last_arm")" ]; then
     for i in "${!rows[@]}"; do
         [ "${rows[$i]%%|*}" = "${last_arm%%|*}" ] && rows[i]=$last_arm
