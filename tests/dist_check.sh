@@ -49,9 +49,17 @@ qemu_for() {  # dist arch, isa
 for b in "$DIST"/*/*/ml_run; do
     rel=${b#"$DIST"/} key=${rel%/ml_run} runner=
     case $key in
-    x86_64/*)
-        if ! "$b" --cpu-info 2>/dev/null | grep -q '^  this build  : supported'; then
-            "$b" -m "$model" >/dev/null 2>"$tmp/err"
+    i686/*)
+        # natively where the kernel runs 32-bit programs, else under qemu-i386
+        if ! "$b" --cpu-info >/dev/null 2>&1; then
+            have qemu-i386 || { skip "$rel: this kernel runs no 32-bit programs and there is no qemu-i386"; continue; }
+            runner="qemu-i386 -cpu max"
+        fi ;;&
+    x86_64/* | i686/*)
+        # shellcheck disable=SC2086
+        if ! $runner "$b" --cpu-info 2>/dev/null | grep -q '^  this build  : supported'; then
+            # shellcheck disable=SC2086
+            $runner "$b" -m "$model" >/dev/null 2>"$tmp/err"
             if [ $? -eq 3 ] && grep -q 'built for' "$tmp/err"; then ok "$rel: refused by its guard (CPU lacks ${key#*/})"
             else bad "$rel: this CPU lacks ${key#*/} and the guard did not refuse"; fi
             continue

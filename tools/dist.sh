@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make dist`: fully static executables of every ISA and architecture this
 # machine can build, laid out as DIST/<arch>/<isa>/<program>, the launcher
-# DIST/ml (tools/ml.sh) and DIST/SHA256SUMS.
+# DIST/ml (tools/ml.sh) and DIST/SHA256SUMS. <arch>: x86_64, i686, armv7, aarch64.
 # Static, so a binary built here starts on any Linux of its architecture,
 # whatever its C library (glibc 2.17 of CentOS 7, Raspbian Buster's 2.28).
 # env: DIST (default dist), ML_JOBS (default 2), ML_DIST_ROWS (only these
@@ -19,7 +19,12 @@ isas_for() { awk -f tools/isas.awk -v want=rows config/isas.txt | awk -F'|' -v a
 rows=()
 case $(uname -m) in
 x86_64 | amd64)
-    for isa in $(isas_for x86); do rows+=("x86_64|$isa|"); done ;;
+    for isa in $(isas_for x86); do rows+=("x86_64|$isa|"); done
+    # 32-bit x86 (M32=1) where the compiler has a 32-bit libc, for 32-bit
+    # systems (Pentium 4, Atom N270, ...; every 32-bit build requires SSE2).
+    if echo 'int main(void){return 0;}' | gcc -m32 -static -x c - -o /dev/null 2>/dev/null; then
+        for isa in $(isas_for x86); do rows+=("i686|$isa|M32=1"); done
+    fi ;;
 esac
 if command -v arm-linux-gnueabihf-gcc >/dev/null; then
     for isa in $(isas_for arm32); do rows+=("armv7|$isa|CROSS=arm-linux-gnueabihf-"); done
@@ -43,7 +48,7 @@ for row in "${rows[@]}"; do
     # Stripped of symbols (about 10% smaller); the unstripped ones stay in build/.
     for p in $(make -s "${args[@]}" print-progs); do
         cp "$p" "$DIST/$arch/$isa/"
-        "${margs#CROSS=}strip" "$DIST/$arch/$isa/${p##*/}"
+        "$(sed -n 's/^CROSS=//p' <<<"$margs")strip" "$DIST/$arch/$isa/${p##*/}"
     done
 done
 cp tools/ml.sh "$DIST/ml"
