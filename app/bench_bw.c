@@ -1,5 +1,5 @@
 /* ml_bench's memory read-bandwidth probe (--bw): the bound of a model that
- * does not fit in cache. nth threads each read their slice of a buffer far
+ * does not fit in cache. nth threads read the slices of a buffer far
  * larger than any cache, one 8-byte word per 64-byte line. Every line still
  * crosses the memory bus whole, and the loop does almost nothing else, so
  * the figure is the memory system's, the same for every ISA build. Measured
@@ -25,16 +25,20 @@ void ml_bench_bw_free(ml_bench_bw *bw) {
     bw->buf = NULL;
 }
 
-typedef struct { const uint64_t *buf; size_t lines; uint64_t sink[256]; } bw_task;
+/* The buffer is BW_SLICES items for the pool; whoever runs a slice reads it. */
+#define BW_SLICES 256
+typedef struct { const uint64_t *buf; size_t lines; uint64_t sink[BW_SLICES]; } bw_task;
 
-static void bw_run(void *ctx, int ith, int nth) {
+static void bw_run(void *ctx, int i0, int i1) {
     bw_task *t = ctx;
-    size_t l0 = t->lines * (size_t)ith / (size_t)nth, l1 = t->lines * (size_t)(ith + 1) / (size_t)nth;
-    uint64_t a = 0, b = 0, c = 0, d = 0; /* 4 chains: the loads never wait on an add */
-    size_t l = l0;
-    for (; l + 4 <= l1; l += 4) a += t->buf[8 * l], b += t->buf[8 * l + 8], c += t->buf[8 * l + 16], d += t->buf[8 * l + 24];
-    for (; l < l1; l++) a += t->buf[8 * l];
-    t->sink[ith] = a + b + c + d;
+    for (int i = i0; i < i1; i++) {
+        size_t l0 = t->lines * (size_t)i / BW_SLICES, l1 = t->lines * (size_t)(i + 1) / BW_SLICES;
+        uint64_t a = 0, b = 0, c = 0, d = 0; /* 4 chains: the loads never wait on an add */
+        size_t l = l0;
+        for (; l + 4 <= l1; l += 4) a += t->buf[8 * l], b += t->buf[8 * l + 8], c += t->buf[8 * l + 16], d += t->buf[8 * l + 24];
+        for (; l < l1; l++) a += t->buf[8 * l];
+        t->sink[i] = a + b + c + d;
+    }
 }
 
 /* After one warm-up pass; the best pass is the bound (what the memory can
@@ -45,10 +49,10 @@ double ml_bench_read_bandwidth(const ml_bench_bw *bw, int reps, int nth, double 
     if (!bw->buf || ml_pool_create(&pool, nth, &err)) return 0;
     bw_task t = {bw->buf, BW_BYTES / 64, {0}};
     double v[64];
-    ml_pool_run(pool, bw_run, &t);
+    ml_pool_run(pool, bw_run, &t, BW_SLICES);
     for (int r = 0; r < reps; r++) {
         double t0 = ml_cli_now();
-        ml_pool_run(pool, bw_run, &t);
+        ml_pool_run(pool, bw_run, &t, BW_SLICES);
         v[r] = (double)BW_BYTES / (ml_cli_now() - t0) / 1e9;
     }
     ml_pool_destroy(pool);

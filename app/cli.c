@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "app/exit_codes.h"
+#include "core/threads.h"
 
 int ml_cli_int(const char *s, long lo, long hi, long *out) {
     if (!s || !*s) return 0;
@@ -75,7 +76,7 @@ static int takes_value(const char *a) {
 }
 
 int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t msg_size) {
-    *o = (ml_run_opts){.prompt = "", .steps = -1, .temperature = 1.0, .topp = 0.9, .threads = 1,
+    *o = (ml_run_opts){.prompt = "", .steps = -1, .temperature = 1.0, .topp = 0.9, .threads = ml_threads_default(),
                        .use_mmap = 1};
     if (msg && msg_size) msg[0] = 0;
     for (int i = 1; i < argc; i++) {

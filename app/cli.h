@@ -21,7 +21,7 @@ typedef struct {
     long steps;                  /* -n; -1: not given */
     double temperature, topp;    /* --temp in [0, 1e6], --top-p in [0, 1] */
     unsigned long long seed;     /* -s; 0: not given (seed from the clock) */
-    long threads;                /* -t in 1..256 */
+    long threads;                /* -t in 1..256; default ml_threads_default() */
     long context;                /* -c; 0: not given (the model's context) */
     int use_mmap;                /* 0 with --no-mmap */
 } ml_run_opts;

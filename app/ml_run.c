@@ -29,7 +29,8 @@ static void usage(FILE *f) {
             "  --temp T       temperature >= 0 (default 1.0; 0 = greedy)\n"
             "  --top-p P      nucleus sampling in [0, 1] (default 0.9; 0 or 1 = off)\n"
             "  -s SEED        random seed (default: from the clock)\n"
-            "  -t N           threads (default 1; THREADS=pthread builds)\n"
+            "  -t N           threads (default: the CPUs this process may use, at most %d;\n"
+            "                 1 in a THREADS=1 build)\n"
             "  -c N           cap the context, and so the KV cache, at N tokens (an N above\n"
             "                 the model's context has no effect)\n"
             "  --no-mmap      read the model into memory instead of mapping it\n"
@@ -37,7 +38,7 @@ static void usage(FILE *f) {
             "  --ids FILE     write the token ids (prompt, then generated), one per line\n"
             "  --cpu-info     print what this CPU supports and which build to use\n"
             "build: %s\n",
-            DEFAULT_STEPS, ML_ISA_NAME);
+            DEFAULT_STEPS, ML_THREADS_DEFAULT_MAX, ML_ISA_NAME);
 }
 
 static int fail(const char *what, ml_status s, const ml_err *err) {
@@ -158,9 +159,9 @@ int ml_main(int argc, char **argv) {
     }
     double t_load = ml_cli_now() - t0;
     fprintf(stderr,
-            "ml_run: %s build; model dim %d, %d layers, %d/%d heads, hidden %d, vocab %d, context %d, %s\n"
+            "ml_run: %s build, -t %d; model dim %d, %d layers, %d/%d heads, hidden %d, vocab %d, context %d, %s\n"
             "ml_run: weights %.2f MiB %s, arena %.2f MiB (KV cache %.2f MiB); loaded in %.1f ms\n",
-            ML_ISA_NAME, c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->hidden_dim, c->vocab,
+            ML_ISA_NAME, ml_pool_size(m.ops.pool), c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->hidden_dim, c->vocab,
             c->max_seq, c->wtype == ML_TYPE_Q8_0 ? "Q8_0" : "Q4_0", m.weight_bytes / 1048576.0,
             ml_file_kind_name(m.file.kind), m.arena.cap / 1048576.0,
             m.kv_bytes / 1048576.0, t_load * 1e3);

@@ -1,15 +1,21 @@
-/* A persistent pool of worker threads and a fork-join barrier (DESIGN §6,
- * THREADS=pthread builds only). The calling thread is worker 0; n-1
- * threads wait for work. A waiting worker spins briefly, because decode
- * issues a parallel region every few microseconds, then sleeps on a
- * condition variable: idle threads never burn a core. */
+/* A persistent pool of worker threads (DESIGN §6, THREADS=pthread builds
+ * only). A parallel region is n work items; the calling thread and the
+ * workers take ranges of them from a shared counter until none are left,
+ * so a thread that the OS has descheduled (a busy machine, more threads
+ * than cores) holds up nobody: whoever runs takes its share. The caller
+ * waits only for ranges already taken. Waiters spin (a token issues a
+ * region every few microseconds), then sleep on a condition variable; they
+ * never yield, which would hand the core to any busy neighbour for a whole
+ * time slice (docs/THREADS.md has the measurements). */
 #ifndef ML_THREADS_H
 #define ML_THREADS_H
 
 #include "core/status.h"
 
-/* Work item: run by every thread with its index ith in [0, nth). */
-typedef void (*ml_task_fn)(void *ctx, int ith, int nth);
+/* A region's work on items [i0, i1). The ranges of one region are disjoint
+ * and cover 0..n-1 exactly once; any thread may run any range, so an
+ * item's result must not depend on who computes it or with what others. */
+typedef void (*ml_task_fn)(void *ctx, int i0, int i1);
 
 typedef struct ml_pool ml_pool;
 
@@ -18,7 +24,13 @@ ml_status ml_pool_create(ml_pool **out, int n, ml_err *err);
 void ml_pool_destroy(ml_pool *p);
 int ml_pool_size(const ml_pool *p);
 
-/* Run fn on all threads and return when every one has finished. */
-void ml_pool_run(ml_pool *p, ml_task_fn fn, void *ctx);
+/* Run fn over items 0..n-1 and return when every item is done. */
+void ml_pool_run(ml_pool *p, ml_task_fn fn, void *ctx, int n);
+
+/* The default thread count: the CPUs this process may run on
+ * (sched_getaffinity on Linux), at most ML_THREADS_DEFAULT_MAX; 1 in a
+ * THREADS=1 build. */
+#define ML_THREADS_DEFAULT_MAX 8
+int ml_threads_default(void);
 
 #endif

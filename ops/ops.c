@@ -15,12 +15,17 @@ void ml_ops_free(ml_ops *o) {
     o->pool = NULL;
 }
 
-/* Thread ith's rows of a matrix: a contiguous range starting on a multiple
- * of 4, so the kernels' 4-row groups are the same for every thread count. */
-static void split_rows(int rows, int ith, int nth, int *r0, int *r1) {
-    int chunk = ((rows + nth - 1) / nth + 3) & ~3;
-    *r0 = ith * chunk < rows ? ith * chunk : rows;
-    *r1 = *r0 + chunk < rows ? *r0 + chunk : rows;
+/* Matvec work items (core/threads.h) are groups of ROWS_PER_ITEM rows: a
+ * multiple of 4, so the kernels' 4-row groups are the same whoever runs an
+ * item, and of 16, one AVX-512 register of rows. */
+#define ROWS_PER_ITEM 16
+
+static int row_items(int rows) { return (rows + ROWS_PER_ITEM - 1) / ROWS_PER_ITEM; }
+
+/* The rows [r0, r1) of items [i0, i1) of a matrix of `rows` rows. */
+static void item_rows(int rows, int i0, int i1, int *r0, int *r1) {
+    *r0 = i0 * ROWS_PER_ITEM;
+    *r1 = i1 * ROWS_PER_ITEM < rows ? i1 * ROWS_PER_ITEM : rows;
 }
 
 /* ---- weight types: one row per type the ops can run -------------------- */
@@ -85,18 +90,27 @@ typedef struct {
     const ml_qact *x;
 } matvecs_task;
 
-static void matvecs_run(void *ctx, int ith, int nth) {
+/* The items of a batch are its jobs' items one job after the other; a range
+ * may span several jobs. */
+static void matvecs_run(void *ctx, int i0, int i1) {
     const matvecs_task *t = ctx;
-    for (int j = 0; j < t->n_jobs; j++) {
-        int r0, r1;
-        split_rows(t->jobs[j].W->rows, ith, nth, &r0, &r1);
-        matvec_rows(t->jobs[j].y, t->jobs[j].W, t->x, r0, r1);
+    for (int j = 0, base = 0; j < t->n_jobs && base < i1; j++) {
+        int rows = t->jobs[j].W->rows, n = row_items(rows);
+        int a = i0 > base ? i0 - base : 0, b = i1 - base < n ? i1 - base : n;
+        if (a < b) {
+            int r0, r1;
+            item_rows(rows, a, b, &r0, &r1);
+            matvec_rows(t->jobs[j].y, t->jobs[j].W, t->x, r0, r1);
+        }
+        base += n;
     }
 }
 
 void ml_op_matvecs(ml_ops *o, const ml_matvec_job *jobs, int n_jobs, const ml_qact *x) {
     matvecs_task t = {jobs, n_jobs, x};
-    ml_pool_run(o->pool, matvecs_run, &t);
+    int n = 0;
+    for (int j = 0; j < n_jobs; j++) n += row_items(jobs[j].W->rows);
+    ml_pool_run(o->pool, matvecs_run, &t, n);
 }
 
 void ml_op_matvec(ml_ops *o, float *y, const ml_qtensor *W, const ml_qact *x) {
@@ -112,10 +126,10 @@ typedef struct {
     const ml_qact *x;
 } gate_up_task;
 
-static void gate_up_run(void *ctx, int ith, int nth) {
+static void gate_up_run(void *ctx, int i0, int i1) {
     const gate_up_task *t = ctx;
     int r0, r1;
-    split_rows(t->W1->rows, ith, nth, &r0, &r1);
+    item_rows(t->W1->rows, i0, i1, &r0, &r1);
     matvec_rows(t->g, t->W1, t->x, r0, r1);
     matvec_rows(t->u, t->W3, t->x, r0, r1);
     if (r1 > r0) ml_k_silu_mul(t->g + r0, t->u + r0, r1 - r0);
@@ -124,7 +138,7 @@ static void gate_up_run(void *ctx, int ith, int nth) {
 void ml_op_gate_up(ml_ops *o, float *g, float *u, const ml_qtensor *W1, const ml_qtensor *W3,
                    const ml_qact *x) {
     gate_up_task t = {g, u, W1, W3, x};
-    ml_pool_run(o->pool, gate_up_run, &t);
+    ml_pool_run(o->pool, gate_up_run, &t, row_items(W1->rows));
 }
 
 /* ---- single-threaded helpers ------------------------------------------- */
@@ -141,10 +155,9 @@ void ml_op_dequant_row(float *out, const ml_qtensor *W, int row) {
 
 /* ---- attention, split by head ------------------------------------------ */
 
-static void attention_run(void *ctx, int ith, int nth) {
+/* Items are heads. */
+static void attention_run(void *ctx, int h0, int h1) {
     const ml_attn_args *a = ctx;
-    int per = (a->n_heads + nth - 1) / nth;
-    int h0 = ith * per, h1 = h0 + per < a->n_heads ? h0 + per : a->n_heads;
     int hd = a->head_dim, kv_dim = a->n_kv_heads * hd;
     int group = a->n_heads / a->n_kv_heads; /* query heads per KV head (GQA) */
     float scale = sqrtf((float)hd);
@@ -162,5 +175,5 @@ static void attention_run(void *ctx, int ith, int nth) {
 }
 
 void ml_op_attention(ml_ops *o, const ml_attn_args *a) {
-    ml_pool_run(o->pool, attention_run, (void *)a);
+    ml_pool_run(o->pool, attention_run, (void *)a, a->n_heads);
 }

@@ -1,6 +1,7 @@
 /* Thin dispatch over the ml_k_* kernels: picks the kernel for a tensor's
- * type and splits work across the thread pool (DESIGN §6): matvec rows in
- * multiples of 4, attention by head. Every split gives bit-identical results,
+ * type and shares work out over the thread pool (DESIGN §6): matvec rows
+ * in items of 16 (a multiple of 4), attention by head, each item taken by
+ * whichever thread is free. Every schedule gives bit-identical results,
  * because each row and each head is computed the same way whoever runs it. */
 #ifndef ML_OPS_H
 #define ML_OPS_H
