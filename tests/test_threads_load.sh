@@ -4,10 +4,11 @@
 # logits bit-identical to -t 1, whatever the schedule; and the default -t
 # is the number of CPUs the process may run on. Bounded: every run has a
 # timeout, the hog is killed by PID (and dies by itself within 60 s).
-# env: BUILD ISA PYTHON RUNNER MAKE_ARGS (set by tests/run_tests.sh / make check)
+# env: ISA PYTHON RUNNER, THREADS_BUILD (this build with THREADS=pthread,
+#   made by make check and tests/matrix.sh)
 set -u
 cd "$(dirname "$0")/.."
-: "${ISA:=scalar}" "${PYTHON:=python3}" "${RUNNER:=}" "${MAKE_ARGS:=}"
+: "${PYTHON:=python3}" "${RUNNER:=}" "${THREADS_BUILD:=}"
 . tests/sh_lib.sh
 
 tmp=$(mktemp -d)
@@ -18,23 +19,23 @@ if [ -z "$PYTHON" ] || ! "$PYTHON" -c 'import numpy' 2>/dev/null; then
     skip "threads under load: no python3 with numpy to make the test model"
     finish
 fi
-if [[ " $MAKE_ARGS " == *" CROSS="?* ]] || [ -n "$RUNNER" ]; then
-    skip "threads under load: emulated builds (qemu) are too slow to load a core beside them"
+if [ -n "$RUNNER" ]; then
+    skip "threads under load: an emulated build ($RUNNER) is too slow to share a core with a hog"
     finish
 fi
-# shellcheck disable=SC2086
-THREADED=$(make -s ISA="$ISA" $MAKE_ARGS THREADS=pthread print-build)
-# shellcheck disable=SC2086
-if ! make -s ISA="$ISA" $MAKE_ARGS THREADS=pthread "$THREADED/ml_run" >/dev/null; then
-    bad "build $THREADED/ml_run"
+if [ -z "$THREADS_BUILD" ] || [ ! -x "$THREADS_BUILD/ml_run" ]; then
+    skip "threads under load: no THREADS=pthread build ('$THREADS_BUILD'): run through make check or tests/matrix.sh"
     finish
 fi
-RUN=$THREADED/ml_run
+RUN=$THREADS_BUILD/ml_run
 
 # Enough regions to meet many schedules: 4 layers x 5 regions + 1, for 256 positions.
 m=$tmp/model.mlb t=$tmp/tok.bin
-"$PYTHON" tools/gen_random.py "$m" --dim 128 --n-layers 4 --n-heads 8 --n-kv-heads 2 --hidden-dim 384 \
-    --vocab 512 --max-seq 256 --wtype q4_0 --seed 14 --unshared --tokenizer "$t" >/dev/null || bad "gen_random"
+if ! "$PYTHON" tools/gen_random.py "$m" --dim 128 --n-layers 4 --n-heads 8 --n-kv-heads 2 --hidden-dim 384 \
+    --vocab 512 --max-seq 256 --wtype q4_0 --seed 14 --unshared --tokenizer "$t" >/dev/null; then
+    bad "threads under load: tools/gen_random.py failed"
+    finish
+fi
 
 # logits NAME PREFIX ARGS...: greedy run over the whole context under the
 # command PREFIX (may be empty), logits to $tmp/NAME.f32.
@@ -53,12 +54,12 @@ over=$((2 * cpus + 1))
 nice -n 0 timeout 60 sh -c 'while :; do :; done' &
 hog=$!
 logits over "" -t "$over"
-if same over; then ok "-t $over on $cpus CPUs beside a hog at nice 0: logits bit-identical to -t 1"
-else bad "-t $over on $cpus CPUs beside a hog: logits differ from -t 1 ($(head -c 200 "$tmp/over.err"))"; fi
+if same over; then ok "threads under load: -t $over on $cpus CPUs beside a hog at nice 0, logits bit-identical to -t 1"
+else bad "threads under load: -t $over on $cpus CPUs beside a hog, logits differ from -t 1 ($(head -c 200 "$tmp/over.err"))"; fi
 # One CPU for all: four threads, and the hog, time-share a single core.
 logits one_cpu "taskset -c 0" -t 4
-if same one_cpu; then ok "-t 4 on one CPU beside a hog: logits bit-identical to -t 1"
-else bad "-t 4 on one CPU beside a hog: logits differ from -t 1 ($(head -c 200 "$tmp/one_cpu.err"))"; fi
+if same one_cpu; then ok "threads under load: -t 4 on one CPU beside a hog, logits bit-identical to -t 1"
+else bad "threads under load: -t 4 on one CPU beside a hog, logits differ from -t 1 ($(head -c 200 "$tmp/one_cpu.err"))"; fi
 kill "$hog" 2>/dev/null
 wait "$hog" 2>/dev/null
 hog=
@@ -69,7 +70,7 @@ logits dflt1 "taskset -c 0"
 max=$(sed -n 's/^#define ML_THREADS_DEFAULT_MAX //p' core/threads.h)
 want=$((cpus < max ? cpus : max))
 if same dflt && grep -q " build, -t $want;" "$tmp/dflt.err" && same dflt1 && grep -q " build, -t 1;" "$tmp/dflt1.err"; then
-    ok "default -t: $want threads on $cpus CPUs, 1 under taskset -c 0; logits bit-identical to -t 1"
+    ok "default -t: $want threads on $cpus CPUs, 1 under taskset -c 0, logits bit-identical to -t 1"
 else
     bad "default -t: expected $want (1 under taskset -c 0): $(grep -h " build" "$tmp/dflt.err" "$tmp/dflt1.err")"
 fi
