@@ -13,6 +13,7 @@
 #   -t LIST       thread counts, e.g. 1,2,4 (default 1,2)
 #   -r ROUNDS     default 3
 #   -n REPS       ml_bench --reps and llama-bench -r (default 3)
+#   -k TOKENS     tokens decoded per run, ml_bench --tokens and llama-bench -n (default 128)
 #   -l LLAMA      a llama-bench binary (or env LLAMA_BENCH); adds its columns
 #   -g GGUF       the model for llama-bench at the same shape (or env LLAMA_MODEL)
 # A hog is `sh -c 'while :; do :; done'`, kept by PID, killed when its load
@@ -20,13 +21,13 @@
 # killed outright.
 set -u
 cd "$(dirname "$0")/.."
-BENCH=build/avx512vnni-pthread/ml_bench SHAPE=stories15M WTYPE=q8_0 THREADS=1,2 ROUNDS=3 REPS=3
+BENCH=build/avx512vnni-pthread/ml_bench SHAPE=stories15M WTYPE=q8_0 THREADS=1,2 ROUNDS=3 REPS=3 TOKENS=128
 LLAMA=${LLAMA_BENCH:-} GGUF=${LLAMA_MODEL:-}
 HOG_MAX_S=600 # no load's runs take this long; a hog left behind dies by then
-while getopts "b:s:w:t:r:n:l:g:h" opt; do
+while getopts "b:s:w:t:r:n:k:l:g:h" opt; do
     case $opt in
         b) BENCH=$OPTARG ;; s) SHAPE=$OPTARG ;; w) WTYPE=$OPTARG ;; t) THREADS=$OPTARG ;;
-        r) ROUNDS=$OPTARG ;; n) REPS=$OPTARG ;; l) LLAMA=$OPTARG ;; g) GGUF=$OPTARG ;;
+        r) ROUNDS=$OPTARG ;; n) REPS=$OPTARG ;; k) TOKENS=$OPTARG ;; l) LLAMA=$OPTARG ;; g) GGUF=$OPTARG ;;
         *) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
     esac
 done
@@ -66,13 +67,14 @@ for r in $(seq "$ROUNDS"); do
     for li in "${!LOADS[@]}"; do
         # shellcheck disable=SC2086
         start_hogs ${NICES[$li]}
-        "$BENCH" --model-only --shape "$SHAPE" --wtype "$WTYPE" -t "$THREADS" --reps "$REPS" >"$out/log" 2>&1 ||
+        "$BENCH" --model-only --shape "$SHAPE" --wtype "$WTYPE" -t "$THREADS" --reps "$REPS" --tokens "$TOKENS" \
+            >"$out/log" 2>&1 ||
             { echo "bench_under_load: ml_bench failed:" >&2; cat "$out/log" >&2; exit 1; }
         awk -v li="$li" '$1 == "#row" { n = split($4, a, "_"); sub("T$", "", a[n]); print li, "ours", a[n], $5 }' \
             "$out/log" >>"$out/rows"
         if [ -n "$LLAMA" ]; then
             for t in "${TS[@]}"; do
-                "$LLAMA" -m "$GGUF" -p 0 -n 128 -t "$t" -r "$REPS" -mmp 0 -o csv >"$out/llog" 2>/dev/null ||
+                "$LLAMA" -m "$GGUF" -p 0 -n "$TOKENS" -t "$t" -r "$REPS" -mmp 0 -o csv >"$out/llog" 2>/dev/null ||
                     { echo "bench_under_load: llama-bench failed" >&2; exit 1; }
                 # The avg_ts column of its CSV, found by the header's name.
                 awk -F, -v li="$li" -v t="$t" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /avg_ts/) c = i; next }
@@ -89,13 +91,13 @@ cell() {
     awk -v li="$1" -v e="$2" -v t="$3" '$1 == li && $2 == e && $3 == t { print $4 }' "$out/rows" | sort -g |
         awk '{ a[NR] = $1 } END { if (!NR) { print "-"; exit }
              m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
-             printf "%.0f (%.0f-%.0f)\n", m, a[1], a[NR] }'
+             f = m < 100 ? "%.1f (%.1f-%.1f)\n" : "%.0f (%.0f-%.0f)\n"; printf f, m, a[1], a[NR] }'
 }
 engines=(ours)
 [ -n "$LLAMA" ] && engines+=(llama.cpp)
 echo
-echo "$BENCH --model-only --shape $SHAPE --wtype $WTYPE -t $THREADS --reps $REPS" \
-    "${LLAMA:+; $LLAMA -m $GGUF -p 0 -n 128 -t N -r $REPS -mmp 0}"
+echo "$BENCH --model-only --shape $SHAPE --wtype $WTYPE -t $THREADS --reps $REPS --tokens $TOKENS" \
+    "${LLAMA:+; $LLAMA -m $GGUF -p 0 -n $TOKENS -t N -r $REPS -mmp 0}"
 echo "tok/s, median (min-max) of $ROUNDS interleaved rounds; $(nproc) CPUs; $(date -u '+%F %H:%M UTC')"
 echo
 printf '| load beside the benchmark |'
