@@ -42,7 +42,7 @@ struct ml_pool {
     int n_items;
     atomic_int next;           /* first item not yet handed out */
     char pad[64];              /* takes and joins write different cache lines */
-    _Atomic uint64_t state;    /* generation | OPEN | joined workers */
+    _Alignas(8) _Atomic uint64_t state; /* generation | OPEN | joined workers */
     atomic_int sleepers;       /* threads blocked (or about to block) on a cond */
     atomic_int stop;
     pthread_mutex_t mu;
