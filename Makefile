@@ -96,7 +96,7 @@ APP_OBJ    := $(call obj,app/cli.c)
 PROGS      := $(BUILD)/ml_run $(BUILD)/ml_bench $(BUILD)/ml_perplexity
 TESTS      := $(patsubst tests/%.c,$(BUILD)/%,$(TEST_SRC))
 
-.PHONY: all progs help test check test-all run clean print-build print-progs bench bench-all fuzz fuzz-bins dist
+.PHONY: all progs help test check test-all run clean print-build print-progs bench bench-all bench-vs-llamacpp fuzz fuzz-bins dist
 all: $(PROGS) $(TESTS)
 progs: $(PROGS)
 
@@ -110,6 +110,7 @@ help:
 	@echo "  make check [ISA=...]   the tests of one build only"
 	@echo "  make bench             ml_bench of this build (kernels + stories15M decode)"
 	@echo "  make bench-all         every runnable x86 build side by side (BENCH_ARGS=...)"
+	@echo "  make bench-vs-llamacpp our best build beside llama.cpp's llama-bench (VS_ARGS=--help)"
 	@echo "  make fuzz              libFuzzer targets (clang, ASan+UBSan) into build/fuzz/; see fuzz/README.md"
 	@echo "  make dist              static ml_run/ml_bench of every ISA and arch + launcher, into dist/"
 	@echo "  make clean             remove build/"
@@ -203,6 +204,10 @@ bench: all
 
 bench-all:
 	@BENCH_ARGS="$(BENCH_ARGS)" bash tools/bench_all.sh
+
+# ml_bench beside llama.cpp's llama-bench (built once into ~/.cache/legacy-ml/).
+bench-vs-llamacpp:
+	@MODELS=$(MODELS) $(PYTHON) tools/bench_vs_llamacpp.py $(VS_ARGS)
 
 # Static binaries of every ISA and architecture, a launcher, SHA256SUMS.
 dist:

@@ -3,7 +3,9 @@
  *   bench_kernels.c  kernel figures at the matrix shapes of real models
  *   bench_bw.c       the memory read bandwidth (the bound of a large model)
  *   bench_model.c    model decode figures, for a .mlb or a named shape
- * Lines starting with "#row" are for tools/bench_all.sh. */
+ * Lines starting with "#row" are for tools/bench_all.sh, which sets builds
+ * side by side, and tools/bench_vs_llamacpp.py, which sets us beside
+ * llama-bench. */
 #ifndef ML_BENCH_H
 #define ML_BENCH_H
 

@@ -62,10 +62,11 @@ static int bench_model(const ml_bench_opts *o, const ml_bench_bw *bw, const char
            tokens / st.hi, tokens / st.lo, ml_file_kind_name(m.file.kind));
     if (o->bw) {
         double med, peak = ml_bench_read_bandwidth(bw, o->reps, nth, &med);
-        if (peak > 0)
+        if (peak > 0) {
             printf("  %-12s %s  %dT  %5.1f%% of the read bandwidth measured next: %.1f GB/s (median %.1f)\n", label,
                    tn, nth, 100.0 * per_tok * tps / 1e9 / peak, peak, med);
-        else
+            printf("#row bw %s %s_%s_%dT %.2f\n", ML_ISA_NAME, label, tn, nth, peak);
+        } else
             printf("  %-12s read bandwidth not measured: no memory for its 1 GiB buffer\n", label);
     }
     printf("#row model %s %s_%s_%dT %.2f\n", ML_ISA_NAME, label, tn, nth, tps);

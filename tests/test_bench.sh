@@ -95,8 +95,9 @@ if [ -n "$RUNNER" ]; then
 else
     run --model-only --shape stories15M --wtype q4_0 --tokens 2 --reps 2 --bw
     if [ $? -eq 0 ] && model_line "$tmp/out" stories15M q4_0 1 &&
-        grep -qE '^  stories15M +q4_0 +1T +[0-9.]*[1-9][0-9.]*% of the read bandwidth measured next: [0-9.]*[1-9][0-9.]* GB/s \(median [0-9.]+\)' "$tmp/out"; then
-        ok "--bw: the read bandwidth and the model's share of it"
+        grep -qE '^  stories15M +q4_0 +1T +[0-9.]*[1-9][0-9.]*% of the read bandwidth measured next: [0-9.]*[1-9][0-9.]* GB/s \(median [0-9.]+\)' "$tmp/out" &&
+        grep -qE '^#row bw [a-z0-9_]+ stories15M_q4_0_1T [0-9.]*[1-9][0-9.]*$' "$tmp/out"; then
+        ok "--bw: the read bandwidth, the model's share of it and its #row line"
     else
         bad "--bw: $(head -c 500 "$tmp/out") $(head -c 200 "$tmp/err")"
     fi

@@ -31,6 +31,7 @@ sys.path.insert(1, os.path.join(ROOT, "tools"))
 import ref_forward  # noqa: E402
 import test_fidelity  # noqa: E402  (story_text)
 from gen_random import tokenizer_pieces  # noqa: E402
+from gguf_out import gguf_vocab, llama_meta, token_type, write_gguf  # noqa: E402
 from test_convert import (CONVERT, Q4, Q8, S260, Mlb, Report, check_layout,  # noqa: E402
                           check_quant_rule, mlb_weights, run, source_tensors)
 
@@ -49,18 +50,6 @@ except ImportError as e:
 
 
 # ======================================================== writing GGUF files
-def gguf_vocab(pieces):
-    """llama2.c pieces [(bytes, score)] -> GGUF tokens, scores, types, as
-    llama.cpp's converter writes a SentencePiece model (the inverse of
-    llama2.c's tokenizer.py export)."""
-    tokens, types = [], []
-    for i, (p, _) in enumerate(pieces):
-        t = {1: "<s>", 2: "</s>"}.get(i, p.decode("utf-8").replace(" ", "\u2581"))
-        tokens.append(t)
-        types.append(2 if i == 0 else 3 if i in (1, 2) else 6 if t.startswith("<0x") else 1)
-    return tokens, [s for _, s in pieces], types
-
-
 def tok512_vocab():
     """stories260K's SentencePiece vocabulary from tok512.vocab (piece TAB
     score), independent of tok512.bin."""
@@ -69,48 +58,7 @@ def tok512_vocab():
         p, s = line.rstrip("\n").split("\t")
         tokens.append(p)
         scores.append(float(s))
-    types = [2 if i == 0 else 3 if i in (1, 2) else 6 if t.startswith("<0x") else 1
-             for i, t in enumerate(tokens)]
-    return tokens, scores, types
-
-
-def llama_meta(c, vocab):
-    """Metadata of a Llama GGUF, {key: (value, type, array item type)}."""
-    tokens, scores, types = vocab
-    a = "llama."
-    u32 = lambda v: (v, V.UINT32, None)  # noqa: E731
-    return {"general.architecture": ("llama", V.STRING, None),
-            a + "context_length": u32(c["max_seq"]), a + "embedding_length": u32(c["dim"]),
-            a + "block_count": u32(c["n_layers"]), a + "feed_forward_length": u32(c["hidden_dim"]),
-            a + "attention.head_count": u32(c["n_heads"]),
-            a + "attention.head_count_kv": u32(c["n_kv_heads"]),
-            a + "attention.layer_norm_rms_epsilon": (1e-5, V.FLOAT32, None),
-            a + "rope.freq_base": (10000.0, V.FLOAT32, None),
-            a + "rope.dimension_count": u32(c["dim"] // c["n_heads"]),
-            "tokenizer.ggml.model": ("llama", V.STRING, None),
-            "tokenizer.ggml.tokens": (tokens, V.ARRAY, V.STRING),
-            "tokenizer.ggml.scores": (scores, V.ARRAY, V.FLOAT32),
-            "tokenizer.ggml.token_type": (types, V.ARRAY, V.INT32),
-            "tokenizer.ggml.unknown_token_id": u32(0), "tokenizer.ggml.bos_token_id": u32(1),
-            "tokenizer.ggml.eos_token_id": u32(2)}
-
-
-def write_gguf(path, meta, tensors):
-    """tensors: {gguf name: float array (F32/F16/F64 by dtype) or (raw uint8
-    blocks (rows, bytes per row), GGMLQuantizationType)}."""
-    w = gguf.GGUFWriter(path, meta.get("general.architecture", ("none",))[0])
-    w.kv_data[0].clear()  # exactly the keys of meta, architecture included
-    for k, (v, t, sub) in meta.items():
-        w.add_key_value(k, v, t, sub)
-    for name, x in tensors.items():
-        if isinstance(x, tuple):
-            w.add_tensor(name, x[0], raw_dtype=x[1])
-        else:
-            w.add_tensor(name, x)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    return tokens, scores, [token_type(i, t) for i, t in enumerate(tokens)]
 
 
 def encode(x, qtype):

@@ -269,6 +269,21 @@ def tokenizer_bytes(pieces):
     return b"".join(out)
 
 
+def tokenizer_pieces_from(buf, vocab):
+    """tokenizer_bytes' inverse: the first vocab [(piece bytes, score)] of a
+    llama2.c tokenizer.bin image (the file holds no count of its own)."""
+    pieces, off = [], 4
+    for i in range(vocab):
+        if off + 8 > len(buf):
+            raise MlbError(f"tokenizer: {len(buf)} bytes end before token {i} of {vocab}")
+        score, n = struct.unpack_from("<fI", buf, off)
+        if off + 8 + n > len(buf):
+            raise MlbError(f"tokenizer: token {i} of {n} bytes runs past the end ({len(buf)} bytes)")
+        pieces.append((bytes(buf[off + 8:off + 8 + n]), score))
+        off += 8 + n
+    return pieces
+
+
 # ---------------------------------------------------------------- reader
 def read_mlb(path):
     """-> (header dict, {array_name: np array view}); matrices as q (rows,

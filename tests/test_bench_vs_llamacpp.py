@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""The pure logic of tools/bench_vs_llamacpp.py, without llama.cpp: parsing
+llama-bench's JSON and ml_bench's #row lines (recorded outputs), the table
+made from recorded figures (medians, ratio ranges, "= decode"), --from, the
+shape table read from app/bench_shapes.h, and the random GGUF writer, read
+back with our own GGUF reader (tools/gguf_in.py; needs the gguf package).
+Building and running llama.cpp is the tool's job, never CI's.
+
+Run from the repo root: python3 tests/test_bench_vs_llamacpp.py.
+Protocol: tests/py_checks.py.
+"""
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(1, os.path.join(os.path.dirname(HERE), "tools"))
+import bench_vs_llamacpp as bv  # noqa: E402
+import gguf_random  # noqa: E402
+import mlb  # noqa: E402
+from gen_random import tokenizer_pieces  # noqa: E402
+from py_checks import Checks  # noqa: E402
+
+checks = Checks()
+report = checks.report
+
+# llama-bench -o json (0.3.8), trimmed to the fields the tool reads and a few others.
+LLAMA_JSON = json.dumps([
+    {"model_type": "llama ?B Q8_0", "n_threads": 1, "n_prompt": 128, "n_gen": 0, "avg_ts": 8561.2, "stddev_ts": 40.1},
+    {"model_type": "llama ?B Q8_0", "n_threads": 1, "n_prompt": 0, "n_gen": 128, "avg_ts": 930.5, "stddev_ts": 3.2},
+    {"model_type": "llama ?B Q8_0", "n_threads": 2, "n_prompt": 128, "n_gen": 0, "avg_ts": 11881.0, "stddev_ts": 90.0},
+    {"model_type": "llama ?B Q8_0", "n_threads": 2, "n_prompt": 0, "n_gen": 128, "avg_ts": 1300.0, "stddev_ts": 9.0},
+])
+# ml_bench --model-only --shape stories15M --wtype q8_0 -t 1,2 --reps 3 --bw
+ML_BENCH = """ml_bench: avx512vnni build, median of 3 runs
+model decode, 128 tokens from position 0:
+  stories15M   q8_0  1T    1160.0 tok/s    0.862 ms/token    8.7 GB/s  RSS  1080.0 MiB  (1100.0-1170.0 tok/s; weights in memory)
+  stories15M   q8_0  1T   55.0% of the read bandwidth measured next: 15.6 GB/s (median 15.1)
+#row bw avx512vnni stories15M_q8_0_1T 15.60
+#row model avx512vnni stories15M_q8_0_1T 1160.00
+  stories15M   q8_0  2T    1700.0 tok/s    0.588 ms/token   12.7 GB/s  RSS  1080.0 MiB  (1650.0-1710.0 tok/s; weights in memory)
+#row bw avx512vnni stories15M_q8_0_2T 28.00
+#row model avx512vnni stories15M_q8_0_2T 1700.00
+"""
+
+
+def parsing():
+    lb = bv.parse_llama_bench(LLAMA_JSON)
+    report(lb == {("pp128", 1): 8561.2, ("tg128", 1): 930.5, ("pp128", 2): 11881.0, ("tg128", 2): 1300.0},
+           f"llama-bench JSON -> (test, threads): tok/s: {lb}")
+    ours = bv.parse_ml_bench(ML_BENCH)
+    report(ours == {("stories15M", "q8_0", 1): {"tg128": 1160.0, "bw": 15.6},
+                    ("stories15M", "q8_0", 2): {"tg128": 1700.0, "bw": 28.0}},
+           f"ml_bench #row model/bw lines -> decode tok/s and GB/s: {ours}")
+    report(bv.parse_ml_bench("  stories15M q8_0 1T 1160.0 tok/s\n") == {},
+           "ml_bench's prose is not parsed, only its #row lines")
+
+
+def rounds(tests=bv.TESTS):
+    """Three rounds of recorded figures: llama.cpp tg 1T 1000, 900, 1100;
+    ours 1200, 1250, 990 (ratios 1.2, 1.389, 0.9); pp as recorded above."""
+    records = []
+    for rnd, (lt, ot) in enumerate([(1000.0, 1200.0), (900.0, 1250.0), (1100.0, 990.0)], 1):
+        lb = bv.parse_llama_bench(LLAMA_JSON)
+        lb[("tg128", 1)] = lt
+        ours = bv.parse_ml_bench(ML_BENCH)
+        ours[("stories15M", "q8_0", 1)]["tg128"] = ot
+        bv.record_round(records, rnd, "native", "stories15M", "q8_0", lb, ours, tests)
+    bv.record_round(records, 1, "legacy", "stories110M", "q4_0", {("tg128", 1): 61.0},
+                    {("stories110M", "q4_0", 1): {"tg128": 150.0}}, ("tg128",))
+    return records
+
+
+def table():
+    records = rounds()
+    report(len(records) == 13, f"3 rounds x 2 tests x 2 thread counts + 1 legacy figure: {len(records)} records")
+    t = bv.format_table(records)
+    lines = t.splitlines()
+    row = next((l for l in lines if l.startswith("| stories15M | Q8_0 | 1 | tg128 |")), "")
+    report(row == "| stories15M | Q8_0 | 1 | tg128 | 1000 | 1200 | 1.20 (0.90-1.39) | 15.6 |",
+           f"tg128 1T: the medians, the ratio's median and range, the bandwidth: {row!r}")
+    row = next((l for l in lines if l.startswith("| stories15M | Q8_0 | 2 | pp128 |")), "")
+    report(row == "| stories15M | Q8_0 | 2 | pp128 | 11881 | 1700 (= decode) | 0.14 | 28.0 |",
+           f"pp128 without a prefill figure of ours: our decode, marked '= decode': {row!r}")
+    order = [l.split(" | ")[2:4] for l in lines if l.startswith("| stories15M")]
+    report(order == [["1", "tg128"], ["1", "pp128"], ["2", "tg128"], ["2", "pp128"]],
+           f"rows by threads, decode first: {order}")
+    legacy = lines.index(next(l for l in lines if l.startswith("ours (sse41 build)")))
+    report(legacy > 0 and lines[legacy + 4] == "| stories110M | Q4_0 | 1 | tg128 | 61.0 | 150 | 2.46 | - |",
+           f"a legacy section of its own, no bandwidth when none was measured: {lines[legacy:legacy + 5]}")
+    only_tg = rounds(("tg128",))
+    report(all(r["test"] == "tg128" for r in only_tg) and len(only_tg) == 7, "--tests tg128 keeps only decode rows")
+    ours = bv.parse_ml_bench(ML_BENCH)
+    ours[("stories15M", "q8_0", 1)]["pp128"] = 9000.0
+    rs = []
+    bv.record_round(rs, 1, "native", "stories15M", "q8_0", bv.parse_llama_bench(LLAMA_JSON), ours, bv.TESTS)
+    t = bv.format_table(rs)
+    report("| stories15M | Q8_0 | 1 | pp128 | 8561 | 9000 | 1.05 | 15.6 |" in t,
+           "a pp128 figure of ours, once ml_bench has one, is used and not marked")
+    try:
+        bv.record_round([], 1, "native", "tinyllama", "q8_0", bv.parse_llama_bench(LLAMA_JSON), ours, bv.TESTS)
+        report(False, "a figure missing on our side is an error")
+    except ValueError as e:
+        report("tinyllama q8_0 1T" in str(e), f"a figure missing on our side is an error: {e}")
+
+
+def from_file(tmp):
+    path = os.path.join(tmp, "saved.json")
+    with open(path, "w") as f:
+        json.dump({"header": "$ tools/bench_vs_llamacpp.py (recorded)", "records": rounds()}, f)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = bv.main(["--from", path])
+    text = out.getvalue()
+    report(rc == 0 and text.startswith("$ tools/bench_vs_llamacpp.py (recorded)\n")
+           and text.rstrip("\n").endswith(bv.format_table(rounds())),
+           "--from FILE prints the saved header and the table of the saved figures")
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            bv.main(["--types", "q5_0", "--from", path])
+            code = 0
+        except SystemExit as e:
+            code = e.code
+    report(code == 2 and "q5_0" in err.getvalue(), f"--types q5_0 is refused (exit {code})")
+
+
+def shapes():
+    s = gguf_random.bench_shapes()
+    report(list(s) == ["stories15M", "stories110M", "tinyllama"]
+           and s["tinyllama"] == dict(dim=2048, n_layers=22, n_heads=32, n_kv_heads=4, hidden_dim=5632,
+                                      vocab=32000, max_seq=2048, shared_classifier=0)
+           and s["stories15M"]["shared_classifier"] == 1,
+           f"app/bench_shapes.h's table: {s}")
+
+
+def tokenizer_reader():
+    pieces = tokenizer_pieces(300)
+    buf = mlb.tokenizer_bytes(pieces)
+    report(mlb.tokenizer_pieces_from(buf, 300) == pieces, "tokenizer.bin bytes -> the same 300 pieces and scores")
+    try:
+        mlb.tokenizer_pieces_from(buf[:-3], 300)
+        report(False, "a truncated tokenizer.bin is refused")
+    except mlb.MlbError as e:
+        report("token 299" in str(e), f"a truncated tokenizer.bin is refused: {e}")
+
+
+def gguf_writer(tmp):
+    try:
+        import gguf  # noqa: F401
+        import gguf_in
+    except ImportError as e:
+        checks.skip(f"random GGUF writer: the gguf package is not importable ({e}); tests/test_gguf.py fails for it")
+        return
+    pieces = tokenizer_pieces(300)
+    tok = os.path.join(tmp, "tok.bin")
+    with open(tok, "wb") as f:
+        f.write(mlb.tokenizer_bytes(pieces))
+    cfg = dict(dim=64, n_layers=2, n_heads=4, n_kv_heads=2, hidden_dim=160, vocab=300, max_seq=32,
+               shared_classifier=0)
+    path = os.path.join(tmp, "r.gguf")
+    gguf_random.write_f32(path, cfg, tokenizer=tok)
+    src = gguf_in.GGUFSource(path)
+    got = {k: src.cfg[k] for k in cfg}
+    report(got == cfg, f"the written GGUF's hyper-parameters read back: {got}")
+    report(src.tokenizer == mlb.tokenizer_bytes(pieces), "its vocabulary reads back as the same tokenizer.bin")
+    report(src.what.endswith("tensors: 21 F32"), f"all 2 x 9 + 3 tensors F32: {src.what}")
+    report(os.path.getsize(path) > gguf_random.f32_bytes(cfg), "f32_bytes counts every weight")
+
+
+def main():
+    parsing()
+    table()
+    shapes()
+    tokenizer_reader()
+    with tempfile.TemporaryDirectory() as tmp:
+        from_file(tmp)
+        gguf_writer(tmp)
+
+
+if __name__ == "__main__":
+    checks.run(main)

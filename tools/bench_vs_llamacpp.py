@@ -1,0 +1,275 @@
+#!/usr/bin/env python3
+"""Our decode speed side by side with llama.cpp's own benchmark, llama-bench.
+
+One command makes the README's comparison table:
+  /usr/bin/python3 tools/bench_vs_llamacpp.py        (or: make bench-vs-llamacpp)
+It builds llama.cpp from source in a cache folder outside the git tree
+(tools/llamacpp_build.py: once, ~6+ minutes per build at nice 19), writes
+random-weight GGUF files at ml_bench's shapes there (tools/gguf_random.py:
+once; the Q8_0 and Q4_0 files of llama.cpp's own quantizer), builds our
+ml_bench, then runs in ROUNDS interleaved rounds, model by model:
+  llama-bench -m MODEL.gguf -mmp 0 -p 128 -n 128 -r REPS -t 1,2 -o json
+  ml_bench --model-only --shape S --wtype T -t 1,2 --reps REPS --bw
+(which of the two goes first alternates from round to round). Both decode
+128 tokens from an empty context (tg128) with the weights read into memory;
+pp128 is llama-bench's 128-token prompt. Each round's ratio ours/llama.cpp
+comes from figures measured minutes apart, so a noisy neighbour moves both;
+the table shows each engine's median tok/s and the ratio's median and range
+over the rounds, and the read bandwidth ml_bench measured next to its figure.
+Legacy rows: our sse41 build against llama.cpp's SSE4.2 build (every AVX
+option off; llama.cpp has no SSE2 build), decode, 1 thread.
+
+Our ml_run has no batched prompt processing: for pp128 our figure is our
+decode figure ("= decode"), the speed at which ml_run feeds a prompt today.
+Never through the Python bindings: they ran llama.cpp at half its speed.
+
+Needs numpy and the gguf package (pip install gguf) in the Python that runs
+it, cmake and a C++ compiler, network access for the first run.
+env: ROUNDS (default 3), XDG_CACHE_HOME, MODELS (the folder of
+llama2-tokenizer/, default ../shared/models). It is a tool, not a test: CI does
+not run it (tests/test_bench_vs_llamacpp.py tests its parsing and table).
+"""
+import argparse
+import datetime
+import json
+import os
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import llamacpp_build  # noqa: E402
+
+TESTS = ("tg128", "pp128")
+LEGACY_ISA = "sse41"
+TIMEOUT = 3600  # seconds for one benchmark program; TinyLlama at 1 thread takes ~2 minutes
+
+
+# ---------------------------------------------------------------- parsing
+def parse_llama_bench(text):
+    """llama-bench -o json -> {(test, threads): tok/s (mean over its reps)}."""
+    out = {}
+    for r in json.loads(text):
+        test = f"pp{r['n_prompt']}" if r["n_prompt"] else f"tg{r['n_gen']}"
+        out[(test, int(r["n_threads"]))] = float(r["avg_ts"])
+    return out
+
+
+_ROW = re.compile(r"^#row (model|bw) \S+ (\w+)_(q8_0|q4_0)_(\d+)T ([0-9.]+)$", re.M)
+
+
+def parse_ml_bench(text):
+    """ml_bench's '#row model' (decode tok/s) and '#row bw' (read GB/s)
+    lines -> {(shape, wtype, threads): {"tg128": tok/s, "bw": GB/s}}."""
+    out = {}
+    for kind, shape, wtype, threads, value in _ROW.findall(text):
+        out.setdefault((shape, wtype, int(threads)), {})["tg128" if kind == "model" else "bw"] = float(value)
+    return out
+
+
+# ---------------------------------------------------------------- the table
+def record_round(records, rnd, section, shape, wtype, llama, ours, tests):
+    """Append one round's figures of one model: llama, ours as parsed above."""
+    for (test, threads), tps in sorted(llama.items(), key=lambda kv: (kv[0][1], TESTS.index(kv[0][0]))):
+        if test not in tests:
+            continue
+        mine = ours.get((shape, wtype, threads))
+        if not mine or "tg128" not in mine:
+            raise ValueError(f"ml_bench printed no figure for {shape} {wtype} {threads}T")
+        records.append(dict(round=rnd, section=section, shape=shape, wtype=wtype, threads=threads,
+                            test=test, llama=tps, ours=mine.get(test, mine["tg128"]),
+                            ours_is_decode=test not in mine, bw=mine.get("bw")))
+
+
+def _num(x):
+    """tok/s and GB/s with 3-4 significant digits."""
+    return f"{x:.0f}" if x >= 100 else f"{x:.1f}" if x >= 10 else f"{x:.2f}"
+
+
+def _spread(vals, fmt):
+    med = statistics.median(vals)
+    return fmt(med) if len(vals) == 1 or min(vals) == max(vals) else f"{fmt(med)} ({fmt(min(vals))}-{fmt(max(vals))})"
+
+
+SECTIONS = {"native": "ours (best build) vs llama.cpp (native build)",
+            "legacy": f"ours ({LEGACY_ISA} build) vs llama.cpp (SSE4.2 build, every AVX option off)"}
+
+
+def format_table(records):
+    """Markdown tables, one per section, rows in first-measured order: each
+    engine's median tok/s, the median and range of the per-round ratio
+    ours / llama.cpp, and the median read bandwidth ml_bench measured."""
+    lines = []
+    for section, title in SECTIONS.items():
+        rows = {}
+        for r in records:
+            if r["section"] == section:
+                rows.setdefault((r["shape"], r["wtype"], r["threads"], r["test"]), []).append(r)
+        if not rows:
+            continue
+        lines += ["", f"{title}, tok/s; median over rounds (range):", "",
+                  "| shape | type | threads | test | llama.cpp | ours | ours / llama.cpp | read GB/s |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for (shape, wtype, threads, test), rs in rows.items():
+            ours = _num(statistics.median(r["ours"] for r in rs))
+            if all(r["ours_is_decode"] for r in rs):
+                ours += " (= decode)"
+            bws = [r["bw"] for r in rs if r["bw"]]
+            lines.append(f"| {shape} | {wtype.upper()} | {threads} | {test} | "
+                         f"{_num(statistics.median(r['llama'] for r in rs))} | {ours} | "
+                         f"{_spread([r['ours'] / r['llama'] for r in rs], lambda x: f'{x:.2f}')} | "
+                         f"{_num(statistics.median(bws)) if bws else '-'} |")
+    return "\n".join(lines[1:])
+
+
+# ---------------------------------------------------------------- running
+def log(msg):
+    llamacpp_build.log(msg)
+
+
+def run(cmd):
+    """stdout of cmd; its stderr passes through; a failure ends the tool."""
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=TIMEOUT)
+    if r.returncode:
+        sys.exit(f"bench_vs_llamacpp: {' '.join(cmd)} exited with {r.returncode}")
+    return r.stdout
+
+
+def our_build(isa):
+    """Path of ml_bench of ISA (THREADS=pthread), made at nice 19."""
+    make = ["make", "-s", f"ISA={isa}", "THREADS=pthread"]
+    build = run(make + ["print-build"]).strip()
+    run(["nice", "-n", "19"] + make + ["-j2", f"{build}/ml_bench"])
+    return os.path.join(ROOT, build, "ml_bench")
+
+
+def best_isa():
+    """The fastest build this CPU runs (tools/pick_isa.sh, as `make run`)."""
+    probe = our_build("scalar")
+    return run(["bash", os.path.join(HERE, "pick_isa.sh"), probe]).strip()
+
+
+def llama_cmd(bench, model, tests, threads, reps):
+    return [bench, "-m", model, "-mmp", "0", "-p", "128" if "pp128" in tests else "0",
+            "-n", "128" if "tg128" in tests else "0", "-r", str(reps),
+            "-t", ",".join(map(str, threads)), "-o", "json"]
+
+
+def ours_cmd(ml_bench, shape, wtype, threads, reps):
+    return [ml_bench, "--model-only", "--shape", shape, "--wtype", wtype,
+            "-t", ",".join(map(str, threads)), "--reps", str(reps), "--bw"]
+
+
+def measure(opts):
+    """All rounds -> records (see record_round)."""
+    import gguf_random
+    cache = opts.cache or llamacpp_build.cache_dir()
+    shapes = gguf_random.bench_shapes()
+    for s in set(opts.shapes + opts.legacy_shapes):
+        if s not in shapes:
+            sys.exit(f"bench_vs_llamacpp: unknown shape {s!r}; ml_bench has {', '.join(shapes)}")
+    plan = [("native", s, t, opts.threads, opts.tests) for s in opts.shapes for t in opts.types]
+    plan += [("legacy", s, t, [1], ["tg128"]) for s in opts.legacy_shapes for t in opts.types]
+    llama = {k: llamacpp_build.binaries(k, cache) for k in {"native" if p[0] == "native" else "sse42" for p in plan}}
+    quantize = next(iter(llama.values()))["llama-quantize"]
+    models = {s: gguf_random.model_files(s, shapes[s], quantize, os.path.join(cache, "models"), log)
+              for s in {p[1] for p in plan}}
+    isa = opts.isa or best_isa()
+    ours = {"native": our_build(isa)}
+    if opts.legacy_shapes:
+        ours["legacy"] = our_build(LEGACY_ISA)
+    log(f"ours: {isa} and {LEGACY_ISA if opts.legacy_shapes else 'no legacy'} builds; "
+        f"{opts.rounds} rounds of {len(plan)} models")
+    records = []
+    for rnd in range(1, opts.rounds + 1):
+        for section, shape, wtype, threads, tests in plan:
+            lb = llama["native" if section == "native" else "sse42"]["llama-bench"]
+            cmds = [llama_cmd(lb, models[shape][wtype], tests, threads, opts.reps),
+                    ours_cmd(ours[section], shape, wtype, threads, opts.reps)]
+            if rnd % 2 == 0:  # alternate who runs first: a drifting neighbour hurts both alike
+                cmds.reverse()
+            outs = {c[0]: run(c) for c in cmds}
+            record_round(records, rnd, section, shape, wtype, parse_llama_bench(outs[lb]),
+                         parse_ml_bench(outs[ours[section]]), tests)
+        log(f"round {rnd} of {opts.rounds} done")
+    return records, isa
+
+
+def cpu_name():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+def _list(allowed):
+    def parse(v):
+        items = [x for x in v.split(",") if x]
+        bad = [x for x in items if allowed and x not in allowed]
+        if bad:
+            raise argparse.ArgumentTypeError(f"{','.join(bad)}: expected some of {','.join(allowed)}")
+        return items
+    return parse
+
+
+def _threads(v):
+    try:
+        t = [int(x) for x in v.split(",")]
+    except ValueError:
+        t = []
+    if not t or min(t) < 1:
+        raise argparse.ArgumentTypeError(f"expected a list like 1,2, got {v!r}")
+    return t
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="ml_bench side by side with llama.cpp's llama-bench "
+                                 "(see the top of this file)")
+    ap.add_argument("--shapes", type=_list(None), default=["stories15M", "stories110M", "tinyllama"],
+                    help="ml_bench shapes (default stories15M,stories110M,tinyllama)")
+    ap.add_argument("--types", type=_list(("q8_0", "q4_0")), default=["q8_0", "q4_0"])
+    ap.add_argument("--threads", type=_threads, default=[1, 2], help="default 1,2")
+    ap.add_argument("--tests", type=_list(TESTS), default=list(TESTS), help="tg128,pp128 (default both)")
+    ap.add_argument("--legacy-shapes", type=_list(None), default=["stories15M", "stories110M"],
+                    help="shapes of the legacy rows (default stories15M,stories110M; '' for none)")
+    ap.add_argument("--rounds", type=int, default=int(os.environ.get("ROUNDS", "3")))
+    ap.add_argument("--reps", type=int, default=3, help="runs per figure in each program (default 3)")
+    ap.add_argument("--isa", help="our build to compare (default: the best this CPU runs)")
+    ap.add_argument("--cache", help=f"cache folder (default {llamacpp_build.cache_dir()})")
+    ap.add_argument("--save", metavar="FILE", help="also write the measured figures as JSON")
+    ap.add_argument("--from", dest="load", metavar="FILE", help="print the table of a --save file; measure nothing")
+    opts = ap.parse_args(argv)
+    if opts.rounds < 1 or opts.reps < 1:
+        ap.error("--rounds and --reps must be at least 1")
+    if opts.load:
+        with open(opts.load) as f:
+            saved = json.load(f)
+        print(saved["header"])
+        print(format_table(saved["records"]))
+        return 0
+    os.chdir(ROOT)
+    started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    try:
+        records, isa = measure(opts)
+    except (llamacpp_build.BuildError, OSError, ValueError, subprocess.TimeoutExpired) as e:
+        sys.exit(f"bench_vs_llamacpp: {e}")
+    header = (f"$ {shlex.join(['tools/bench_vs_llamacpp.py'] + (argv if argv is not None else sys.argv[1:]))}"
+              f"  ({opts.rounds} rounds)\n{started}, {cpu_name()}, {os.cpu_count()} CPUs; llama.cpp from "
+              f"llama-cpp-python {llamacpp_build.VERSION}'s sdist; ours: {isa} build")
+    if opts.save:
+        with open(opts.save, "w") as f:
+            json.dump({"header": header, "records": records}, f, indent=1)
+    print(header)
+    print(format_table(records))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
