@@ -9,6 +9,7 @@ Building and running llama.cpp is the tool's job, never CI's.
 Run from the repo root: python3 tests/test_bench_vs_llamacpp.py.
 Protocol: tests/py_checks.py.
 """
+import argparse
 import contextlib
 import io
 import json
@@ -108,6 +109,15 @@ def table():
         report("tinyllama q8_0 1T" in str(e), f"a figure missing on our side is an error: {e}")
 
 
+def plan():
+    opts = argparse.Namespace(shapes=["stories15M", "tinyllama"], types=["q4_0"], threads=[1, 2],
+                              tests=["tg128"], legacy_shapes=["stories15M"])
+    p = bv.plan_of(opts)
+    report(p == [("native", "stories15M", "q4_0", [1, 2], ["tg128"]), ("native", "tinyllama", "q4_0", [1, 2], ["tg128"]),
+                 ("legacy", "stories15M", "q4_0", [1], ["tg128"])],
+           f"the plan: the native rows as asked, then the legacy rows (decode, 1 thread): {p}")
+
+
 def from_file(tmp):
     path = os.path.join(tmp, "saved.json")
     with open(path, "w") as f:
@@ -175,6 +185,7 @@ def gguf_writer(tmp):
 def main():
     parsing()
     table()
+    plan()
     shapes()
     tokenizer_reader()
     with tempfile.TemporaryDirectory() as tmp:

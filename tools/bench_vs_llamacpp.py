@@ -23,6 +23,10 @@ Our ml_run has no batched prompt processing: for pp128 our figure is our
 decode figure ("= decode"), the speed at which ml_run feeds a prompt today.
 Never through the Python bindings: they ran llama.cpp at half its speed.
 
+--env prints the llama-bench and GGUF file of one shape and type as
+LLAMA_BENCH and LLAMA_MODEL, for tools/bench_under_load.sh's llama.cpp columns:
+  eval "$(/usr/bin/python3 tools/bench_vs_llamacpp.py --env --shapes stories15M --types q8_0)"
+
 Needs numpy and the gguf package (pip install gguf) in the Python that runs
 it, cmake and a C++ compiler, network access for the first run.
 env: ROUNDS (default 3), XDG_CACHE_HOME, MODELS (the folder of
@@ -164,20 +168,32 @@ def ours_cmd(ml_bench, shape, wtype, threads, reps):
             "-t", ",".join(map(str, threads)), "--reps", str(reps), "--bw"]
 
 
-def measure(opts):
-    """All rounds -> records (see record_round)."""
+def plan_of(opts):
+    """[(section, shape, wtype, threads, tests)] in the order each round runs them."""
+    plan = [("native", s, t, opts.threads, opts.tests) for s in opts.shapes for t in opts.types]
+    return plan + [("legacy", s, t, [1], ["tg128"]) for s in opts.legacy_shapes for t in opts.types]
+
+
+def prepare(opts, plan):
+    """llama.cpp's builds ({"native"|"sse42": {target: path}}) and the GGUF
+    files ({shape: {wtype: path}}) the plan needs, made if missing."""
     import gguf_random
     cache = opts.cache or llamacpp_build.cache_dir()
     shapes = gguf_random.bench_shapes()
-    for s in set(opts.shapes + opts.legacy_shapes):
+    for s in {p[1] for p in plan}:
         if s not in shapes:
-            sys.exit(f"bench_vs_llamacpp: unknown shape {s!r}; ml_bench has {', '.join(shapes)}")
-    plan = [("native", s, t, opts.threads, opts.tests) for s in opts.shapes for t in opts.types]
-    plan += [("legacy", s, t, [1], ["tg128"]) for s in opts.legacy_shapes for t in opts.types]
+            raise ValueError(f"unknown shape {s!r}; ml_bench has {', '.join(shapes)}")
     llama = {k: llamacpp_build.binaries(k, cache) for k in {"native" if p[0] == "native" else "sse42" for p in plan}}
     quantize = next(iter(llama.values()))["llama-quantize"]
     models = {s: gguf_random.model_files(s, shapes[s], quantize, os.path.join(cache, "models"), log)
               for s in {p[1] for p in plan}}
+    return llama, models
+
+
+def measure(opts):
+    """All rounds -> records (see record_round)."""
+    plan = plan_of(opts)
+    llama, models = prepare(opts, plan)
     isa = opts.isa or best_isa()
     ours = {"native": our_build(isa)}
     if opts.legacy_shapes:
@@ -245,9 +261,23 @@ def main(argv=None):
     ap.add_argument("--cache", help=f"cache folder (default {llamacpp_build.cache_dir()})")
     ap.add_argument("--save", metavar="FILE", help="also write the measured figures as JSON")
     ap.add_argument("--from", dest="load", metavar="FILE", help="print the table of a --save file; measure nothing")
+    ap.add_argument("--env", action="store_true",
+                    help="measure nothing: make llama-bench and the GGUF file of one shape and type, and print "
+                    "them as LLAMA_BENCH and LLAMA_MODEL for tools/bench_under_load.sh (eval \"$(...)\")")
     opts = ap.parse_args(argv)
     if opts.rounds < 1 or opts.reps < 1:
         ap.error("--rounds and --reps must be at least 1")
+    if opts.env:
+        if len(opts.shapes) != 1 or len(opts.types) != 1:
+            ap.error("--env needs one shape (--shapes) and one type (--types)")
+        opts.legacy_shapes = []
+        try:
+            llama, models = prepare(opts, plan_of(opts))
+        except (llamacpp_build.BuildError, OSError, ValueError) as e:
+            sys.exit(f"bench_vs_llamacpp: {e}")
+        print(f"export LLAMA_BENCH={shlex.quote(llama['native']['llama-bench'])}")
+        print(f"export LLAMA_MODEL={shlex.quote(models[opts.shapes[0]][opts.types[0]])}")
+        return 0
     if opts.load:
         with open(opts.load) as f:
             saved = json.load(f)
