@@ -89,8 +89,8 @@ static inline float ml_canon_pow2i(int32_t e) { /* 2^e for e in [-126, 127] */
 }
 
 static inline float ml_canon_expf(float x) {
-    /* Written as x86 maxps/minps(x, bound) compute them: a NaN x becomes the
-     * bound (the int conversion below must never see a NaN: undefined). */
+    /* A NaN x fails the first comparison and so becomes ML_EXP_X_MIN (the
+     * int conversion below must never see a NaN: undefined). */
     x = x > ML_EXP_X_MIN ? x : ML_EXP_X_MIN;
     x = x < ML_EXP_X_MAX ? x : ML_EXP_X_MAX;
     float t = x * ML_EXP_LOG2E;

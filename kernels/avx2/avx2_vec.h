@@ -1,5 +1,5 @@
-/* AVX2 float helpers shared by this folder's kernels (and the avxvnni and
- * avx512vnni folders, whose flags include AVX2). */
+/* AVX2 float helpers shared by this folder's kernels (and avx512vnni's
+ * softmax.c: that folder's flags include AVX2). */
 #ifndef ML_AVX2_VEC_H
 #define ML_AVX2_VEC_H
 

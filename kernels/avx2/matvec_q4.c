@@ -1,15 +1,42 @@
-/* y = W x, Q4_0 weights, AVX2: two blocks of nibbles per register, unsigned
- * vpmaddubsw dot (avx2_dot.h) in the shared 4-row body
- * (kernels/x86/matvec256.h -> matvec_tmpl.h). */
+/* y = W x, Q4_0 weights, AVX2: two blocks of nibbles per register
+ * (avx2_dot.h), unsigned nibbles times x through vpmaddubsw, minus 8 * sum(x)
+ * per block (precomputed once for the 4 rows), in the 4-row body
+ * kernels/x86/matvec_tmpl.h. */
 #include "kernels/avx2/avx2_dot.h"
-
-#define MV_NAME ml_k_matvec_q4_avx2
-#define MV_WBYTES ML_Q4_BLOCK_BYTES
-#define MV_BPD 2
-#define MV_XT ml_avx2_x2
-#define MV_XPREP ml_avx2_xprep2_q4
-#define MV_DOT2 ml_avx2_dot2_q4
-#define MV_X1 ml_avx2_x
-#define MV_XPREP1 ml_avx2_xprep_q4
-#define MV_DOT1 ml_avx2_dot_q4
 #include "kernels/x86/matvec256.h"
+
+#define MV_WBYTES ML_Q4_BLOCK_BYTES
+
+typedef ml_avx2_x2 mv_x; /* a step: a pair of blocks */
+typedef ml_avx2_x mv_x1;
+
+ML_INLINE void mv_xprep(mv_x *xs, const int8_t *xq) {
+    const __m256i ones = _mm256_set1_epi8(1);
+    ml_avx2_xpair(xs, xq);
+    const __m256i s = _mm256_add_epi16(_mm256_maddubs_epi16(ones, xs->lo), _mm256_maddubs_epi16(ones, xs->hi));
+    xs->corr = _mm256_madd_epi16(s, _mm256_set1_epi16(-ML_Q4_OFFSET));
+}
+
+ML_INLINE __m256i mv_dot(const int8_t *w, const mv_x *xs) {
+    __m256i lo, hi;
+    ml_avx2_nibbles2(w, &lo, &hi);
+    /* each int16 <= 2 * 2 * 15 * 127: the two halves add without overflow */
+    const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, xs->lo), _mm256_maddubs_epi16(hi, xs->hi));
+    return _mm256_add_epi32(_mm256_madd_epi16(p, _mm256_set1_epi16(1)), xs->corr);
+}
+
+ML_INLINE void mv_xprep1(mv_x1 *xs, const int8_t *xq) {
+    xs->x = _mm256_loadu_si256((const __m256i *)xq);
+    xs->a = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), xs->x), _mm256_set1_epi16(-ML_Q4_OFFSET));
+}
+
+ML_INLINE __m256i mv_dot1(const int8_t *w, const mv_x1 *xs) {
+    const __m256i p = _mm256_maddubs_epi16(ml_avx2_nibbles(w), xs->x); /* pairs <= 2 * 15 * 127 */
+    return _mm256_add_epi32(_mm256_madd_epi16(p, _mm256_set1_epi16(1)), xs->a);
+}
+
+#include "kernels/x86/matvec_tmpl.h"
+
+void ml_k_matvec_q4_avx2(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
+    mv_matvec(y, W, x, r0, r1);
+}

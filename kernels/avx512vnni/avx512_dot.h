@@ -1,16 +1,13 @@
-/* AVX-512 VNNI int8 dots and reductions for the 16-row matvec body
+/* AVX-512 VNNI int8 layouts and reductions shared by the Q8_0 and Q4_0
+ * kernels (kernels/avx512vnni/matvec_q*.c) of the 16-row matvec body
  * (matvec16.h). A step is 4 blocks of a row, in the Q4_0 nibble layout for
  * both formats: register lo holds elements 0..15 of blocks A B C D (one
  * 128-bit chunk each), hi elements 16..31; the activations are arranged the
  * same way once per step, and vpdpbusd(vpdpbusd(corr, w lo, x lo), w hi,
- * x hi) leaves each block's partial sums in its chunk (4 int32 lanes).
- *   Q8_0: 128 bytes per row: two loads, their halves regrouped (two
- *         shuffles); the weights go unsigned as w ^ 0x80 = w + 128, so no
- *         sign handling: corr = -128 * x per lane makes the sum exact.
- *   Q4_0: 64 bytes per row: masking gives the low nibbles, a shift the high
- *         ones, unsigned (value + 8): corr = -8 * x per lane.
- * corr depends on x only: once per step for the 16 rows. Exact for any int8
- * x and weights (vpdpbusd wraps, never saturates, and the true sums fit). */
+ * x hi) leaves each block's partial sums in its chunk (4 int32 lanes). The
+ * weights go in unsigned (value + off); corr = -off * x per lane depends on
+ * x only: once per step for the 16 rows. Exact for any int8 x and weights
+ * (vpdpbusd wraps, never saturates, and the true sums fit). */
 #ifndef ML_AVX512_DOT_H
 #define ML_AVX512_DOT_H
 
@@ -79,73 +76,6 @@ ML_INLINE void ml_avx512_xprep4(ml_avx512_x4 *xs, const int8_t *xq, int n, char 
  * w lo / hi unsigned; block c in chunk c, exactly sum w x per chunk. */
 ML_INLINE __m512i ml_avx512_dot4(__m512i lo, __m512i hi, const ml_avx512_x4 *xs) {
     return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(xs->corr, lo, xs->lo), hi, xs->hi);
-}
-
-/* ---- Q8_0: the weights go unsigned as w ^ 0x80 = w + 128 ----------------- */
-
-ML_INLINE void ml_avx512_xprep_q8(ml_avx512_x4 *xs, const int8_t *xq, int n) {
-    ml_avx512_xprep4(xs, xq, n, (char)0x80);
-}
-
-ML_INLINE __m512i ml_avx512_dot_q8(const int8_t *w, int n, const ml_avx512_x4 *xs) {
-    const __m512i f = _mm512_set1_epi8((char)0x80);
-    __m512i lo, hi;
-    ml_avx512_split4(&lo, &hi, _mm512_xor_si512(ml_avx512_load_n(w, n * ML_QK), f),
-                     _mm512_xor_si512(ml_avx512_load_n(w + 2 * ML_QK, n * ML_QK - 2 * ML_QK), f));
-    return ml_avx512_dot4(lo, hi, xs);
-}
-
-/* One block of 16 rows (g[i]: row i's block): two rows per register, row k
- * in the low half and k + 8 in the high one, against [x | x]; returns
- * [sumi of rows 0..15]. */
-ML_INLINE __m512i ml_avx512_dot1x16_q8(const int8_t *const *g, const int8_t *xq) {
-    const __m512i z = _mm512_setzero_si512(), f = _mm512_set1_epi8((char)0x80);
-    const __m512i x = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)xq));
-    const __m512i corr = _mm512_sub_epi32(z, _mm512_dpbusd_epi32(z, f, x));
-    __m512i v[8];
-    ML_UNROLL for (int k = 0; k < 8; k++) {
-        const __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)g[k])),
-                                             _mm256_loadu_si256((const __m256i *)g[k + 8]), 1);
-        v[k] = _mm512_dpbusd_epi32(corr, _mm512_xor_si512(w, f), x);
-    }
-    /* chunk c of t0: rows 0..3 (c = 0, 1: the two halves of the block) and
-     * 8..11 (c = 2, 3); t1: rows 4..7 and 12..15 */
-    const __m512i t0 = ml_avx512_quads(v), t1 = ml_avx512_quads(v + 4);
-    const __m512i u = _mm512_add_epi32(_mm512_shuffle_i32x4(t0, t1, _MM_SHUFFLE(2, 0, 2, 0)),
-                                       _mm512_shuffle_i32x4(t0, t1, _MM_SHUFFLE(3, 1, 3, 1)));
-    return _mm512_shuffle_i32x4(u, u, _MM_SHUFFLE(3, 1, 2, 0)); /* [0..3 8..11 4..7 12..15] -> rows */
-}
-
-/* ---- Q4_0: nibbles are stored unsigned (value + 8) ---------------------- */
-
-ML_INLINE void ml_avx512_xprep_q4(ml_avx512_x4 *xs, const int8_t *xq, int n) {
-    ml_avx512_xprep4(xs, xq, n, ML_Q4_OFFSET);
-}
-
-/* Byte j of a block: low nibble element j, high nibble 16 + j. */
-ML_INLINE __m512i ml_avx512_dot_q4(const int8_t *w, int n, const ml_avx512_x4 *xs) {
-    const __m512i m = _mm512_set1_epi8(0x0F), v = ml_avx512_load_n(w, n * ML_Q4_BLOCK_BYTES);
-    return ml_avx512_dot4(_mm512_and_si512(v, m), _mm512_and_si512(_mm512_srli_epi16(v, 4), m), xs);
-}
-
-/* One block of 16 rows (g[i]: row i's 16 bytes): register j holds rows j,
- * 4 + j, 8 + j, 12 + j in its chunks, against the block's x broadcast to
- * every chunk; returns [sumi of rows 0..15]. */
-ML_INLINE __m512i ml_avx512_dot1x16_q4(const int8_t *const *g, const int8_t *xq) {
-    const __m512i z = _mm512_setzero_si512(), m = _mm512_set1_epi8(0x0F), o = _mm512_set1_epi8(ML_Q4_OFFSET);
-    const __m512i xlo = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)xq));
-    const __m512i xhi = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(xq + ML_Q4_BLOCK_BYTES)));
-    const __m512i corr = _mm512_sub_epi32(z, _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(z, o, xlo), o, xhi));
-    __m512i v[4];
-    ML_UNROLL for (int j = 0; j < 4; j++) {
-        __m512i w = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)g[j]));
-        w = _mm512_inserti32x4(w, _mm_loadu_si128((const __m128i *)g[4 + j]), 1);
-        w = _mm512_inserti32x4(w, _mm_loadu_si128((const __m128i *)g[8 + j]), 2);
-        w = _mm512_inserti32x4(w, _mm_loadu_si128((const __m128i *)g[12 + j]), 3);
-        const __m512i lo = _mm512_and_si512(w, m), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m);
-        v[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(corr, lo, xlo), hi, xhi);
-    }
-    return ml_avx512_quads(v); /* chunk c: rows 4c .. 4c + 3 */
 }
 
 #endif

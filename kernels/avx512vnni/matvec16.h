@@ -7,7 +7,7 @@
  *     sum += (float)sumi * (dw * dx),   sumi the exact int32 block dot,
  * with separate multiplies and adds.
  *
- * A step is 4 blocks of every row (avx512_dot.h: Q8_0 128 bytes, Q4_0 64
+ * A step is 4 blocks of every row (matvec_q*.c: Q8_0 128 bytes, Q4_0 64
  * bytes per row): each row's dot leaves block c's partial sums in 128-bit
  * chunk c (unsigned weights, no sign handling, the offset removed by the
  * accumulator's start value). The 16 rows' dots reduce at once by a
@@ -15,21 +15,25 @@
  * lane i is row i's exact sumi. The scales of 16 rows x 16 blocks come from
  * one 16x16 transpose (rows' scales are strided by nb), multiplied by dx.
  * Of the last nb % 4 blocks, 3 go as a step with masked loads (zeros in the
- * missing block); 1 or 2 go one at a time (MV16_DOT1: 2 or 4 rows per
+ * missing block); 1 or 2 go one at a time (mv_dot16: 2 or 4 rows per
  * register, a cheaper tree). A group of fewer than 16 rows repeats its last
  * row in the missing lanes and stores only its own: each row's arithmetic
  * is the same in every case, so a row's result does not depend on how the
  * caller split [r0, r1).
  *
- * The including .c defines, then includes this file once:
- *   MV16_NAME                 the kernel
- *   MV16_WBYTES               weight bytes per block (32 or 16)
- *   MV16_XPREP(xs, xq, n)     a step's activation state (ml_avx512_x4) from
- *                             its n <= 4 blocks of int8 activations at xq
- *   MV16_DOT(w, n, xs)        a row's int32 dot of a step (w: its first block)
- *   MV16_DOT1(g, xq)          one block of 16 rows (g[i]: row i's block) ->
- *                             [sumi of rows 0..15]
- *   MV16_PF_ROWS              how many rows ahead the prefetches run       */
+ * It uses the primitive names of the 4-row body (kernels/x86/
+ * matvec_tmpl.h) where they mean the same; a step here has a block count n
+ * (4, or 3 with the last one missing). The including kernels/avx512vnni/
+ * matvec_q*.c defines them, then includes this file and exports
+ * mv16_matvec under its kernel name:
+ *   MV_WBYTES               weight bytes per block (32 or 16)
+ *   MV_PF_ROWS              how many rows ahead the prefetches run
+ *   mv_x, mv_xprep(xs, xq, n)  a step's activations (ml_avx512_x4), from
+ *                           its n blocks of int8 activations at xq
+ *   mv_dot(w, n, xs)        a row's int32 dot of a step (w: its first
+ *                           block), block c's partial sums in chunk c
+ *   mv_dot16(g, xq)         one block of 16 rows (g[i]: row i's block) ->
+ *                           [sumi of rows 0..15]                           */
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,7 +42,7 @@
 #include "kernels/avx512vnni/avx512_dot.h"
 #include "kernels/kernel_util.h"
 
-#define MV16_STEP_BYTES (4 * MV16_WBYTES) /* a row's bytes per step */
+#define MV16_STEP_BYTES (4 * MV_WBYTES) /* a row's bytes per step */
 
 /* Row i of a group of nr: missing rows repeat the last one. */
 ML_INLINE size_t mv16_row(int i, int nr) { return (size_t)(i < nr ? i : nr - 1); }
@@ -102,15 +106,15 @@ ML_INLINE __m512 mv16_step(__m512 acc, const int8_t *wq, size_t wstride, int nr,
                            const __m512 *sc, int n, const int8_t *pf, uintptr_t pfd) {
     ML_UNROLL for (int l = 0; l < 4; l++)
         if (l < n) _mm_prefetch((const char *)(pfd + (size_t)l * 64), _MM_HINT_T0);
-    ml_avx512_x4 xs;
-    MV16_XPREP(&xs, xq + b * ML_QK, n);
+    mv_x xs;
+    mv_xprep(&xs, xq + b * ML_QK, n);
     const int8_t *g[16];
-    mv16_addrs(g, wq + b * MV16_WBYTES, wstride, nr);
+    mv16_addrs(g, wq + b * MV_WBYTES, wstride, nr);
     __m512i v[16];
     ML_UNROLL for (int i = 0; i < 16; i++) {
         ML_UNROLL for (int l = 0; l < MV16_STEP_BYTES / 64; l++)
             _mm_prefetch((const char *)((uintptr_t)pf + (size_t)(i * MV16_STEP_BYTES + l * 64)), _MM_HINT_T0);
-        v[i] = MV16_DOT(g[i], n, &xs);
+        v[i] = mv_dot(g[i], n, &xs);
     }
     __m512i s[4];
     ml_avx512_sums16(v, s);
@@ -123,14 +127,14 @@ ML_INLINE __m512 mv16_step(__m512 acc, const int8_t *wq, size_t wstride, int nr,
 ML_INLINE void mv16_rows(float *y, const int8_t *wq, size_t wstride, const float *wd, const int8_t *xq,
                          const float *xd, int nb, int nr) {
     __m512 acc = _mm512_setzero_ps();
-    /* The bytes and scales MV16_PF_ROWS rows ahead, linearly, as many per
+    /* The bytes and scales MV_PF_ROWS rows ahead, linearly, as many per
      * step as a step reads. Without the scales, each 16-block round of
      * mv16_scales stalled on 16 DRAM misses: TinyLlama Q4_0 at 2 threads
      * streamed 20.4 GB/s instead of 24 (the scales are 20% of Q4_0's bytes).
      * The addresses are integers: past the matrix end they are never C
      * pointers, and prefetches do not fault. */
-    uintptr_t pf = (uintptr_t)wq + MV16_PF_ROWS * wstride;
-    uintptr_t pfd = (uintptr_t)wd + MV16_PF_ROWS * (size_t)nb * sizeof(float);
+    uintptr_t pf = (uintptr_t)wq + MV_PF_ROWS * wstride;
+    uintptr_t pfd = (uintptr_t)wd + MV_PF_ROWS * (size_t)nb * sizeof(float);
     for (int b0 = 0; b0 < nb; b0 += 16) {
         const int n = nb - b0 < 16 ? nb - b0 : 16;
         __m512 sc[16];
@@ -144,13 +148,13 @@ ML_INLINE void mv16_rows(float *y, const int8_t *wq, size_t wstride, const float
             for (; j < n; j++) { /* one or two blocks left: one at a time */
                 const size_t b = (size_t)(b0 + j);
                 const int8_t *g[16];
-                mv16_addrs(g, wq + b * MV16_WBYTES, wstride, nr);
-                ML_UNROLL for (int l = 0; l < 16 * MV16_WBYTES; l += 64)
+                mv16_addrs(g, wq + b * MV_WBYTES, wstride, nr);
+                ML_UNROLL for (int l = 0; l < 16 * MV_WBYTES; l += 64)
                     _mm_prefetch((const char *)(pf + (size_t)l), _MM_HINT_T0);
                 _mm_prefetch((const char *)pfd, _MM_HINT_T0);
-                pf += 16 * MV16_WBYTES;
+                pf += 16 * MV_WBYTES;
                 pfd += 64;
-                acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(MV16_DOT1(g, xq + b * ML_QK)), sc[j]));
+                acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(mv_dot16(g, xq + b * ML_QK)), sc[j]));
             }
         }
     }
@@ -160,9 +164,9 @@ ML_INLINE void mv16_rows(float *y, const int8_t *wq, size_t wstride, const float
         _mm512_mask_storeu_ps(y, (__mmask16)((1u << nr) - 1u), acc);
 }
 
-void MV16_NAME(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
+ML_INLINE void mv16_matvec(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
     const int nb = W->cols / ML_QK;
-    const size_t wstride = (size_t)nb * MV16_WBYTES;
+    const size_t wstride = (size_t)nb * MV_WBYTES;
     int r = r0;
     for (; r + 16 <= r1; r += 16)
         mv16_rows(y + r, W->q + (size_t)r * wstride, wstride, W->d + (size_t)r * (size_t)nb, x->q, x->d, nb, 16);

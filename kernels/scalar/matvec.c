@@ -7,9 +7,10 @@
  *   sum += (float)sumi * (W.d[r,b] * x.d[b])        FP32, in block order
  * i.e. the two scales are multiplied first (SIMD kernels form dw*dx for 4
  * rows with one vector multiply), then the converted integer sum, then one
- * add. y[r] = sum, starting from sum = 0.0f. SIMD kernels may split or
- * reorder the accumulation (tolerance 1e-5 relative, DESIGN §7.1) but must
- * keep sumi exact.
+ * add. y[r] = sum, starting from sum = 0.0f. Every SIMD kernel performs
+ * these float operations in this order and matches this file bit for bit
+ * (kernels/canon.h rule 5); only the exact int32 sumi may be formed in any
+ * order.
  *
  * Rows go 4 at a time so each activation block is read once for 4 rows; the
  * tail does the same arithmetic one row at a time, so a row's result never

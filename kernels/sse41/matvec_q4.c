@@ -1,11 +1,36 @@
-/* y = W x, Q4_0 weights, SSE4.1 build: unsigned nibbles through pmaddubsw
- * (sse41_dot.h) in the shared 4-row body (kernels/x86/matvec128.h ->
- * matvec_tmpl.h). */
+/* y = W x, Q4_0 weights, SSE4.1 build: the nibbles (0..15) are already
+ * unsigned: pmaddubsw(nibbles, x), minus 8 * sum(x) per block, precomputed
+ * once for the 4 rows; in the 4-row body kernels/x86/matvec_tmpl.h. */
 #include "kernels/sse41/sse41_dot.h"
-
-#define MV_NAME ml_k_matvec_q4_sse41
-#define MV_WBYTES ML_Q4_BLOCK_BYTES
-#define MV_X1 ml_sse41_x
-#define MV_XPREP1 ml_sse41_xprep_q4
-#define MV_DOT1 ml_sse41_dot_q4
 #include "kernels/x86/matvec128.h"
+
+#define MV_WBYTES ML_Q4_BLOCK_BYTES
+
+typedef struct {
+    __m128i x0, x1; /* x[0..15], x[16..31] */
+    __m128i corr;   /* int32 lanes summing to -8 * sum(x) */
+} mv_x;
+
+ML_INLINE void mv_xprep(mv_x *xs, const int8_t *xq) {
+    const __m128i ones8 = _mm_set1_epi8(1);
+    xs->x0 = _mm_loadu_si128((const __m128i *)xq);
+    xs->x1 = _mm_loadu_si128((const __m128i *)(xq + 16));
+    const __m128i pairs = _mm_add_epi16(_mm_maddubs_epi16(ones8, xs->x0), _mm_maddubs_epi16(ones8, xs->x1));
+    xs->corr = _mm_madd_epi16(pairs, _mm_set1_epi16(-ML_Q4_OFFSET));
+}
+
+/* Byte j: element j (low nibble), element 16 + j (high nibble). */
+ML_INLINE __m128i mv_dot(const int8_t *w, const mv_x *xs) {
+    const __m128i m = _mm_set1_epi8(0x0F);
+    const __m128i v = _mm_loadu_si128((const __m128i *)w);
+    const __m128i lo = _mm_and_si128(v, m), hi = _mm_and_si128(_mm_srli_epi16(v, 4), m);
+    /* each int16 <= 2 * 2 * 15 * 127: the two halves add without overflow */
+    const __m128i p = _mm_add_epi16(_mm_maddubs_epi16(lo, xs->x0), _mm_maddubs_epi16(hi, xs->x1));
+    return _mm_add_epi32(_mm_madd_epi16(p, _mm_set1_epi16(1)), xs->corr);
+}
+
+#include "kernels/x86/matvec_tmpl.h"
+
+void ml_k_matvec_q4_sse41(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
+    mv_matvec(y, W, x, r0, r1);
+}

@@ -1,8 +1,8 @@
-/* One matvec body for every x86 build (sse2, sse41, avx2, avxvnni,
- * avx512vnni; Q8_0 and Q4_0). The builds differ in the block dot (pmaddwd,
- * pmaddubsw, vpdpbusd), the vector width and how many blocks one dot covers;
- * the 4-row loop, the reductions and the float order are common, so they are
- * written once here and instantiated by each kernels/<isa>/matvec_q*.c.
+/* One 4-row matvec body for the sse2, sse41, avx2 and avxvnni builds (Q8_0
+ * and Q4_0; avx512vnni has its own 16-row body, kernels/avx512vnni/
+ * matvec16.h). The builds differ in the block dot (pmaddwd, pmaddubsw,
+ * vpdpbusd) and the vector width; the 4-row loop, the reductions and the
+ * float order are common, so they are written once here.
  *
  * Float order (kernels/canon.h rule 5, bit-identical to the scalar twin):
  * each row accumulates sequentially over its blocks,
@@ -15,29 +15,24 @@
  * No horizontal sum is left for the end.
  *
  * Blocks go in groups of 4, whose scales for the 4 rows come from one 4x4
- * transpose; a group is 4 / MV_STEP steps. A step covers MV_STEP blocks (1, 2
- * or 4: whatever fills the vectors): its activations are prepared once
- * (MV_XPREP) for the 4 rows, each row makes MV_NDOT dots, and MV_SUMS reduces
- * the 4 x MV_NDOT dots to one vector whose 128-bit chunk j is [sumi of block
- * j, rows 0..3]; the chunks are then added to the accumulator in block order.
- * The last nb % 4 blocks go one at a time (MV_DOT1, MV_REDUCE4). The row tail
+ * transpose. A group is 4 / MV_STEP steps of MV_STEP blocks (whatever fills
+ * a vector: 1 at 128 bits, 2 at 256): a step's activations are prepared once
+ * for the 4 rows, each row makes one dot, and the 4 dots reduce to one sum
+ * per block and row. The last nb % 4 blocks go one at a time. The row tail
  * (< 4 rows) runs the same code with row 0 standing in for the missing rows,
  * whose lanes are ignored.
  *
- * Usually included through a front end (matvec128.h, matvec256.h) that
- * derives most of these from the one-block dot. The including .c defines,
- * then includes this file once:
- *   MV_NAME              the kernel, e.g. ml_k_matvec_q8_avx2
- *   MV_WBYTES            weight bytes per block: 32 (Q8_0) or 16 (Q4_0)
- *   MV_STEP, MV_NDOT     blocks per step (1, 2, 4), dots per row per step
- *   MV_XT, MV_XPREP(xs, xq)   a step's activation state, from the MV_STEP
- *                        blocks of int8 activations at xq
- *   MV_VI, MV_DOT(w, xs, j)   dot j of a row's step (w: its first block)
- *   MV_VS, MV_SUMS(v)    v[4 * MV_NDOT] (row-major) -> int32 block sums
- *   MV_VSF, MV_CVT(s)    float version of MV_VS
- *   MV_CHUNK(f, j)       128-bit chunk j of an MV_VSF
- *   MV_X1, MV_XPREP1, MV_VI1, MV_DOT1(w, xs)   the same for one block
- *   MV_REDUCE4(v)        4 MV_VI1 (rows 0..3) -> __m128i of their sums     */
+ * The including kernels/<isa>/matvec_q*.c includes its width's primitives
+ * (kernels/x86/matvec128.h or matvec256.h: mv_vi, MV_STEP, mv_block_sums,
+ * mv_reduce4, mv_madd), defines its format's, then includes this file and
+ * exports mv_matvec under its kernel name:
+ *   MV_WBYTES                  weight bytes per block: 32 (Q8_0), 16 (Q4_0)
+ *   mv_x, mv_xprep(xs, xq)     a step's activations, prepared once for the
+ *                              4 rows from its MV_STEP blocks at xq
+ *   mv_dot(w, xs) -> mv_vi     a row's dot of a step (w: its first block)
+ *                              in mv_block_sums' layout
+ *   mv_x1, mv_xprep1, mv_dot1  the same for one block (its int32 lanes sum
+ *                              to the block's sumi)                        */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -84,7 +79,7 @@ ML_INLINE void mv_rows(float *y, const int8_t *wq, size_t wstride, const float *
     const size_t pf = MV_PF_ROWS * wstride, pfd = MV_PF_ROWS * (size_t)nb * sizeof(float);
     __m128 acc = _mm_setzero_ps();
     int b = 0;
-    for (; b + 4 <= nb; b += 4) { /* groups of 4 blocks: MV_STEP blocks per step */
+    for (; b + 4 <= nb; b += 4) { /* groups of 4 blocks */
         __m128 s[4];
         mv_scales4(s, wd + b, ds, xd + b);
         ML_UNROLL for (int i = 0; i < 4; i++) {
@@ -92,30 +87,25 @@ ML_INLINE void mv_rows(float *y, const int8_t *wq, size_t wstride, const float *
                 mv_prefetch(wq + (size_t)i * ws + (size_t)b * MV_WBYTES + l, pf);
             if ((b & 15) == 0) mv_prefetch((const int8_t *)(wd + (size_t)i * ds + (size_t)b), pfd);
         }
-        ML_UNROLL for (int k = 0; k < 4 / MV_STEP; k++) {
+        ML_UNROLL for (int k = 0; k < 4 / MV_STEP; k++) { /* steps of MV_STEP blocks */
             const int bk = b + k * MV_STEP;
-            MV_XT xs;
-            MV_XPREP(&xs, xq + (size_t)bk * ML_QK);
-            MV_VI v[4 * MV_NDOT];
-            ML_UNROLL for (int i = 0; i < 4; i++) {
-                const int8_t *w = wq + (size_t)i * ws + (size_t)bk * MV_WBYTES;
-                ML_UNROLL for (int j = 0; j < MV_NDOT; j++) v[i * MV_NDOT + j] = MV_DOT(w, &xs, j);
-            }
-            const MV_VSF f = MV_CVT(MV_SUMS(v));
-            ML_UNROLL for (int j = 0; j < MV_STEP; j++)
-                acc = _mm_add_ps(acc, _mm_mul_ps(MV_CHUNK(f, j), s[k * MV_STEP + j]));
+            mv_x xs;
+            mv_xprep(&xs, xq + (size_t)bk * ML_QK);
+            mv_vi v[4];
+            ML_UNROLL for (int i = 0; i < 4; i++) v[i] = mv_dot(wq + (size_t)i * ws + (size_t)bk * MV_WBYTES, &xs);
+            acc = mv_madd(acc, mv_block_sums(v), s + k * MV_STEP);
         }
     }
     for (; b < nb; b++) { /* the last nb % 4 blocks, one at a time */
-        MV_X1 x1;
-        MV_XPREP1(&x1, xq + (size_t)b * ML_QK);
-        MV_VI1 v1[4];
+        mv_x1 x1;
+        mv_xprep1(&x1, xq + (size_t)b * ML_QK);
+        mv_vi v1[4];
         ML_UNROLL for (int i = 0; i < 4; i++) {
             const int8_t *w = wq + (size_t)i * ws + (size_t)b * MV_WBYTES;
             mv_prefetch(w, pf);
-            v1[i] = MV_DOT1(w, &x1);
+            v1[i] = mv_dot1(w, &x1);
         }
-        acc = _mm_add_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(MV_REDUCE4(v1)), mv_scales1(wd + b, ds, xd + b)));
+        acc = _mm_add_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(mv_reduce4(v1)), mv_scales1(wd + b, ds, xd + b)));
     }
     if (nr == 4)
         _mm_storeu_ps(y, acc);
@@ -123,7 +113,7 @@ ML_INLINE void mv_rows(float *y, const int8_t *wq, size_t wstride, const float *
         y[0] = _mm_cvtss_f32(acc);
 }
 
-void MV_NAME(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
+ML_INLINE void mv_matvec(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
     const int nb = W->cols / ML_QK;
     const size_t wstride = (size_t)nb * MV_WBYTES;
     int r = r0;
