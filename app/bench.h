@@ -30,7 +30,7 @@ ml_bench_stats ml_bench_summarize(double *v, int n);
 /* Seconds per call of fn(ctx), timed over enough calls to last ~50 ms. */
 double ml_bench_time_call(void (*fn)(void *ctx), void *ctx);
 
-/* n bytes, 64-byte aligned (2 MiB-aligned and huge pages when large); free(). */
+/* n bytes, 64-byte aligned (2 MiB-aligned and huge pages when large); ml_aligned_free() (core/mem.h). */
 void *ml_bench_alloc(size_t n);
 
 /* ---- bench_kernels.c: 0 or an exit code ---- */

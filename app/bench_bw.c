@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "app/bench.h"
+#include "core/mem.h"
 #include "app/cli.h"
 #include "core/threads.h"
 
@@ -21,7 +22,7 @@ int ml_bench_bw_init(ml_bench_bw *bw) {
 }
 
 void ml_bench_bw_free(ml_bench_bw *bw) {
-    free(bw->buf);
+    ml_aligned_free(bw->buf);
     bw->buf = NULL;
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "app/bench.h"
+#include "core/mem.h"
 #include "app/exit_codes.h"
 #include "config/ml_config.h"
 #include "ops/ops.h"
@@ -58,7 +59,7 @@ static int bench_one_matvec(const ml_bench_opts *o, ml_ops *ops, const mv_shape 
                2.0 * (double)n / st.med / 1e9, bytes / st.hi / 1e9, bytes / st.lo / 1e9);
         printf("#row kernel %s matvec_%s_%dx%d %.3f\n", ML_ISA_NAME, tn, s->rows, s->cols, bytes / st.med / 1e9);
     }
-    free(c.y), free(c.W.q), free(c.W.d), free(c.x.q), free(c.x.d);
+    ml_aligned_free(c.y), ml_aligned_free(c.W.q), ml_aligned_free(c.W.d), ml_aligned_free(c.x.q), ml_aligned_free(c.x.d);
     return rc;
 }
 
@@ -112,7 +113,7 @@ int ml_bench_vectors(const ml_bench_opts *o, ml_rng *rng) {
                 ml_bench_stats st = ml_bench_summarize(t, o->reps);
                 printf("  %-12s n=%-6d %9.3f us  %7.2f Gelem/s\n", names[w], n, st.med * 1e6, n / st.med / 1e9);
             }
-            free(v.a), free(v.b), free(v.c), free(v.qa.q), free(v.qa.d);
+            ml_aligned_free(v.a), ml_aligned_free(v.b), ml_aligned_free(v.c), ml_aligned_free(v.qa.q), ml_aligned_free(v.qa.d);
             if (!ok) {
                 fprintf(stderr, "ml_bench: out of memory for %s n=%d\n", names[w], n);
                 return ML_EXIT_FAIL;

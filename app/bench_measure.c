@@ -3,6 +3,7 @@
 
 #include "app/bench.h"
 #include "app/cli.h"
+#include "core/mem.h"
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -32,7 +33,7 @@ double ml_bench_time_call(void (*fn)(void *ctx), void *ctx) {
 
 void *ml_bench_alloc(size_t n) {
     size_t align = n >= (2u << 20) ? (2u << 20) : 64;
-    void *p = aligned_alloc(align, (n + align - 1) / align * align);
+    void *p = ml_aligned_alloc(align, n);
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (p && align > 64) madvise(p, (n + align - 1) / align * align, MADV_HUGEPAGE);
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "app/bench.h"
+#include "core/mem.h"
 #include "app/bench_shapes.h"
 #include "app/cli.h"
 #include "app/exit_codes.h"
@@ -91,7 +92,7 @@ static int bench_shape(const ml_bench_opts *o, const ml_bench_bw *bw, const ml_b
     ml_mlb_random_fill(img, &h, ml_rng_next(rng));
     int rc = ML_EXIT_OK;
     for (int t = 0; t < o->n_threads && !rc; t++) rc = bench_model(o, bw, s->name, img, size, o->threads[t]);
-    free(img);
+    ml_aligned_free(img);
     return rc;
 }
 

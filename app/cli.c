@@ -7,8 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(_WIN32)
+#include <windows.h>
+#endif
 
 #include "app/exit_codes.h"
+#include "core/status.h"
 #include "core/threads.h"
 
 int ml_cli_int(const char *s, long lo, long hi, long *out) {
@@ -43,19 +47,23 @@ int ml_cli_u64(const char *s, unsigned long long *out) {
     return 1;
 }
 
+/* Seconds on a monotonic clock (Windows has no clock_gettime in its C library). */
 double ml_cli_now(void) {
+#if defined(_WIN32)
+    LARGE_INTEGER t, f;
+    QueryPerformanceCounter(&t);
+    QueryPerformanceFrequency(&f);
+    return (double)t.QuadPart / (double)f.QuadPart;
+#else
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+#endif
 }
 
 /* ---- ml_run's options ------------------------------------------------------ */
 
-static int usage_error(char *msg, size_t n, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
+static int usage_error(char *msg, size_t n, const char *fmt, ...) ML_PRINTF(3, 4);
 static int usage_error(char *msg, size_t n, const char *fmt, ...) {
     if (msg && n) {
         va_list ap;

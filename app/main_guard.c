@@ -5,11 +5,17 @@
 #include <string.h>
 
 #include "app/exit_codes.h"
+#if defined(_WIN32)
+#include "app/win_args.h"
+#endif
 #include "core/isa_check.h"
 
 int ml_main(int argc, char **argv);
 
 ML_GUARD_FN int main(int argc, char **argv) {
+#if defined(_WIN32)
+    ml_utf8_args(&argc, &argv); /* prompts and paths in UTF-8, as on POSIX */
+#endif
     /* --cpu-info answers before the check, so even a build this CPU cannot
      * run can say which build to use instead. */
     for (int i = 1; i < argc; i++) {

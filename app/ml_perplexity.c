@@ -14,6 +14,7 @@
 #include "app/exit_codes.h"
 #include "app/perplexity.h"
 #include "config/ml_config.h"
+#include "core/path.h"
 #include "model/model.h"
 #include "model/sampler.h"
 #include "model/tokenizer.h"
@@ -104,7 +105,7 @@ static int parse_args(int argc, char **argv, options *o) {
 /* The whole file, NUL-terminated, into *out (malloc'd). Prints why not. */
 static int read_text(const char *path, char **out) {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
+    FILE *f = ml_fopen(path, "rb");
     struct stat st;
     if (!f || fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
         fprintf(stderr, "ml_perplexity: cannot read the text '%s': %s\n", path,
@@ -213,7 +214,7 @@ static int open_kl(scorer *s, const options *o, char *tmp_path, void *iobuf, con
         return 0;
     }
     const char *path = s->mode == KL_SAVE ? tmp_path : o->kl_path;
-    s->kl = fopen(path, s->mode == KL_SAVE ? "wb" : "rb");
+    s->kl = ml_fopen(path, s->mode == KL_SAVE ? "wb" : "rb");
     if (!s->kl) {
         fprintf(stderr, "ml_perplexity: cannot %s '%s': %s\n", s->mode == KL_SAVE ? "write" : "read", path,
                 strerror(errno));
@@ -326,7 +327,7 @@ int ml_main(int argc, char **argv) {
         s.kl = NULL;
         if (ferror(f) | fclose(f) || rename(tmp_path, o.kl_path)) {
             fprintf(stderr, "ml_perplexity: writing '%s' failed: %s\n", o.kl_path, strerror(errno));
-            remove(tmp_path);
+            ml_remove(tmp_path);
             goto done;
         }
         printf("KL base: saved %ld positions x %d logits to '%s'\n", s.scored, m.cfg.vocab, o.kl_path);
@@ -337,7 +338,7 @@ int ml_main(int argc, char **argv) {
 done:
     if (s.kl) {
         fclose(s.kl);
-        if (s.mode == KL_SAVE) remove(tmp_path);
+        if (s.mode == KL_SAVE) ml_remove(tmp_path);
     }
     free(s.base);
     free(iobuf);

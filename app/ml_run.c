@@ -10,6 +10,7 @@
 #include "app/cli.h"
 #include "app/exit_codes.h"
 #include "config/ml_config.h"
+#include "core/path.h"
 #include "model/generate.h"
 #include "model/model.h"
 #include "model/sampler.h"
@@ -106,7 +107,7 @@ typedef struct {
 static int open_out(out_file *o, const char *path) {
     *o = (out_file){.path = path};
     if (!path) return 1;
-    o->f = fopen(path, "wb");
+    o->f = ml_fopen(path, "wb");
     if (!o->f) {
         fprintf(stderr, "ml_run: cannot write '%s': %s\n", path, strerror(errno));
         return 0;
@@ -131,7 +132,7 @@ static int finish_outputs(out_file *o, int n, int rc) {
     }
     for (int i = 0; i < n; i++) {
         if (rc != ML_EXIT_OK && o[i].regular) {
-            remove(o[i].path);
+            ml_remove(o[i].path);
             o[i].regular = 0;
         }
     }

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "core/mem.h"
+#include "core/path.h"
 #include "core/quant.h"
 
 #if defined(_WIN32)
@@ -45,24 +46,54 @@ static ml_status read_whole(ml_file *f, FILE *fp, const char *path, size_t size,
 }
 
 #if defined(_WIN32)
+/* A regular file's size, through the wide-char API (UTF-8 paths). */
+static ml_status regular_size(const char *path, uint64_t *size, ml_err *err) {
+    wchar_t w[ML_WPATH_MAX];
+    WIN32_FILE_ATTRIBUTE_DATA a;
+    if (!ml_path_wide(path, w, ML_WPATH_MAX)) return ml_errf(err, ML_E_IO, "%s: cannot open: not a UTF-8 path", path);
+    if (!GetFileAttributesExW(w, GetFileExInfoStandard, &a))
+        return ml_errf(err, ML_E_IO, "%s: cannot open: %s", path, strerror(ml_win_errno()));
+    if (a.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) return ml_errf(err, ML_E_IO, "%s: not a regular file", path);
+    *size = ((uint64_t)a.nFileSizeHigh << 32) | a.nFileSizeLow;
+    return ML_OK;
+}
+
+#if !defined(ML_NO_MMAP)
 static ml_status map_whole(ml_file *f, const char *path, ml_err *err) {
-    HANDLE fh = CreateFileA(path, GENERIC_READ, FILE_SHARE_READ, NULL, OPEN_EXISTING,
-                            FILE_ATTRIBUTE_NORMAL, NULL);
-    if (fh == INVALID_HANDLE_VALUE) return ml_errf(err, ML_E_IO, "%s: cannot open", path);
-    HANDLE mh = CreateFileMappingA(fh, NULL, PAGE_READONLY, 0, 0, NULL);
+    wchar_t w[ML_WPATH_MAX];
+    HANDLE fh = INVALID_HANDLE_VALUE;
+    if (ml_path_wide(path, w, ML_WPATH_MAX))
+        fh = CreateFileW(w, GENERIC_READ, FILE_SHARE_READ, NULL, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
+    if (fh == INVALID_HANDLE_VALUE)
+        return ml_errf(err, ML_E_IO, "%s: cannot open: %s", path, strerror(ml_win_errno()));
+    HANDLE mh = CreateFileMappingW(fh, NULL, PAGE_READONLY, 0, 0, NULL);
     CloseHandle(fh); /* the mapping keeps the file alive */
-    if (!mh) return ml_errf(err, ML_E_IO, "%s: CreateFileMapping failed", path);
+    if (!mh) return ml_errf(err, ML_E_IO, "%s: CreateFileMapping failed: %s", path, strerror(ml_win_errno()));
     const void *p = MapViewOfFile(mh, FILE_MAP_READ, 0, 0, 0);
     if (!p) {
+        int e = ml_win_errno();
         CloseHandle(mh);
-        return ml_errf(err, ML_E_IO, "%s: MapViewOfFile failed", path);
+        return ml_errf(err, e == ENOMEM ? ML_E_NOMEM : ML_E_IO, "%s: MapViewOfFile of %zu bytes failed: %s%s",
+                       path, f->size, strerror(e), e == ENOMEM ? ML_ADDR32_HINT : "");
     }
     f->data = p;
     f->handle = mh;
     f->kind = ML_FILE_MAPPED;
     return ML_OK;
 }
-#elif !defined(ML_NO_MMAP)
+#endif
+#else
+static ml_status regular_size(const char *path, uint64_t *size, ml_err *err) {
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return ml_errf(err, ML_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode)) return ml_errf(err, ML_E_IO, "%s: not a regular file", path);
+    *size = (uint64_t)st.st_size;
+    return ML_OK;
+}
+#endif
+
+#if !defined(_WIN32) && !defined(ML_NO_MMAP)
 static ml_status map_whole(ml_file *f, FILE *fp, const char *path, ml_err *err) {
     void *p = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fileno(fp), 0);
     if (p == MAP_FAILED)
@@ -76,22 +107,20 @@ static ml_status map_whole(ml_file *f, FILE *fp, const char *path, ml_err *err) 
 
 ml_status ml_file_open(ml_file *f, const char *path, int use_mmap, ml_err *err) {
     memset(f, 0, sizeof *f);
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return ml_errf(err, ML_E_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (!S_ISREG(st.st_mode)) return ml_errf(err, ML_E_IO, "%s: not a regular file", path);
-    if ((uint64_t)st.st_size > (uint64_t)SIZE_MAX - ML_ALIGN)
-        return ml_errf(err, ML_E_NOMEM, "%s: %lld bytes do not fit in this address space%s", path,
-                       (long long)st.st_size, ML_ADDR32_HINT);
-    f->size = (size_t)st.st_size;
+    uint64_t size = 0;
+    ml_status s = regular_size(path, &size, err);
+    if (s != ML_OK) return s;
+    if (size > (uint64_t)SIZE_MAX - ML_ALIGN)
+        return ml_errf(err, ML_E_NOMEM, "%s: %llu bytes do not fit in this address space%s", path,
+                       (unsigned long long)size, ML_ADDR32_HINT);
+    f->size = (size_t)size;
     if (f->size == 0) return ml_errf(err, ML_E_FORMAT, "%s: file is empty", path);
 
-#if defined(_WIN32)
+#if defined(_WIN32) && !defined(ML_NO_MMAP)
     if (use_mmap) return map_whole(f, path, err);
 #endif
-    FILE *fp = fopen(path, "rb");
+    FILE *fp = ml_fopen(path, "rb");
     if (!fp) return ml_errf(err, ML_E_IO, "%s: cannot open: %s", path, strerror(errno));
-    ml_status s;
 #if !defined(_WIN32) && !defined(ML_NO_MMAP)
     s = use_mmap ? map_whole(f, fp, path, err) : read_whole(f, fp, path, f->size, err);
 #else

@@ -272,9 +272,7 @@ ML_GUARD_FN ml_build ml_best_build(const ml_cpu_features *f) {
 /* Bounded appending into buf; never overflows, always terminated. */
 typedef struct { char *buf; size_t len, pos; } outbuf;
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
+ML_PRINTF(2, 3)
 ML_GUARD_FN static void put(outbuf *o, const char *fmt, ...) {
     if (o->len == 0 || o->pos >= o->len - 1) return;
     va_list ap;

@@ -22,11 +22,18 @@ typedef struct { char msg[512]; } ml_err;
 /* Stable short name of a status code, e.g. "ML_E_FORMAT". */
 const char *ml_status_name(ml_status s);
 
-/* Record a formatted reason in e (if non-NULL) and return s. */
-ml_status ml_errf(ml_err *e, ml_status s, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
+/* printf-style format checking of argument f against the arguments from a.
+ * mingw builds use its C99 printf (__USE_MINGW_ANSI_STDIO, for %zu and %lld),
+ * which gcc calls gnu_printf there; plain printf would mean msvcrt's. */
+#if defined(__MINGW32__)
+#define ML_PRINTF(f, a) __attribute__((format(gnu_printf, f, a)))
+#elif defined(__GNUC__)
+#define ML_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define ML_PRINTF(f, a)
 #endif
-    ;
+
+/* Record a formatted reason in e (if non-NULL) and return s. */
+ml_status ml_errf(ml_err *e, ml_status s, const char *fmt, ...) ML_PRINTF(3, 4);
 
 #endif

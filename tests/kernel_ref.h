@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/mem.h"
 #include "core/quant.h"
 #include "core/tensor.h"
 
@@ -68,13 +69,15 @@ static inline float ref_gauss(ref_rng *r) {
 
 /* ---- buffers ------------------------------------------------------------ */
 
-/* 64-byte aligned, like every arena array (DESIGN §4). */
+/* 64-byte aligned, like every arena array (DESIGN §4); freed with ref_free. */
 static inline void *ref_alloc(size_t bytes) {
     size_t n = (bytes + 63) / 64 * 64;
-    void *p = aligned_alloc(64, n ? n : 64);
+    void *p = ml_aligned_alloc(64, n);
     if (p) memset(p, 0, n ? n : 64);
     return p;
 }
+
+static inline void ref_free(void *p) { ml_aligned_free(p); }
 
 static inline float *ref_floats(size_t n) { return (float *)ref_alloc(n * sizeof(float)); }
 
@@ -97,8 +100,8 @@ static inline ml_qact ref_qact(int n) {
     return a;
 }
 
-static inline void ref_qtensor_free(ml_qtensor *W) { free(W->q); free(W->d); }
-static inline void ref_qact_free(ml_qact *a) { free(a->q); free(a->d); }
+static inline void ref_qtensor_free(ml_qtensor *W) { ref_free(W->q); ref_free(W->d); }
+static inline void ref_qact_free(ml_qact *a) { ref_free(a->q); ref_free(a->d); }
 
 /* ---- tensor element access (the layout of model/mlb.h) ------------------ */
 

@@ -206,7 +206,7 @@ static void test_quantize(tctx *t) {
                 CHECK(!spill, "quantize_q8 k=%d wrote past block %d", k, nb);
                 ref_qact_free(&a);
                 ref_qact_free(&s);
-                free(x);
+                ref_free(x);
             }
     GROUP_DONE("quantize_q8: bit-identical to scalar, edge blocks, no writes past k", before);
 }
@@ -331,10 +331,10 @@ static void matvec_case(tctx *t, ml_type type, int rows, int K, int mode, matvec
         CHECK(!split_s, "%s scalar rows=%d K=%d [%d,%d): differs from the full-range run", name, rows, K, r0, r1);
         CHECK(!split_i, "%s rows=%d K=%d [%d,%d): differs from the full-range run", name, rows, K, r0, r1);
     }
-    free(yi);
-    free(ys);
-    free(full_i);
-    free(full_s);
+    ref_free(yi);
+    ref_free(ys);
+    ref_free(full_i);
+    ref_free(full_s);
     ref_qtensor_free(&W);
     ref_qact_free(&x);
 }
@@ -401,7 +401,7 @@ static void test_rmsnorm(tctx *t) {
                       (double)scales[si], mis, bi, bi < 0 ? 0.0 : (double)o[bi], bi < 0 ? 0.0 : (double)os[bi]);
                 CHECK(ba_ < 0, "rmsnorm in place (o == x) n=%d differs from out of place at %d", n, ba_);
                 CHECK(guard_ok(o, n) && guard_ok(os, n) && guard_ok(al, n), "rmsnorm n=%d wrote past n", n);
-                free(bx), free(bw), free(bo), free(bs), free(ba), free(ref);
+                ref_free(bx), ref_free(bw), ref_free(bo), ref_free(bs), ref_free(ba), free(ref);
             }
     GROUP_DONE("rmsnorm: vs double and scalar, in place, odd n, misaligned", before);
 }
@@ -442,7 +442,7 @@ static void test_softmax(tctx *t) {
                 CHECK(bi < 0, "softmax vs scalar n=%d kind=%d misalign=%d: element %d: %.9g vs %.9g", n, kind, mis,
                       bi, bi < 0 ? 0.0 : (double)x[bi], bi < 0 ? 0.0 : (double)s[bi]);
                 CHECK(guard_ok(x, n) && guard_ok(s, n), "softmax n=%d wrote past n", n);
-                free(bx), free(bs), free(ref);
+                ref_free(bx), ref_free(bs), free(ref);
             }
     GROUP_DONE("softmax: vs double and scalar, large/negative/equal/dominant/wide inputs, odd n", before);
 }
@@ -478,7 +478,7 @@ static void test_silu_mul(tctx *t) {
             CHECK(bi < 0, "silu_mul vs scalar n=%d misalign=%d: element %d: %.9g vs %.9g", n, mis, bi,
                   bi < 0 ? 0.0 : (double)g[bi], bi < 0 ? 0.0 : (double)s[bi]);
             CHECK(guard_ok(g, n) && guard_ok(s, n), "silu_mul n=%d wrote past n", n);
-            free(bg), free(bu), free(bs), free(ref);
+            ref_free(bg), ref_free(bu), ref_free(bs), free(ref);
         }
     GROUP_DONE("silu_mul: vs double and scalar over [-92, 92] and +-1000, odd n", before);
 }
@@ -534,7 +534,7 @@ static void test_rope(tctx *t) {
                 CHECK(!ident, "rope at position 0 is not the identity (hd=%d)", hd);
                 CHECK(guard_ok(q, nq) && guard_ok(k, nk) && guard_ok(qs, nq) && guard_ok(ks, nk),
                       "rope hd=%d heads=%d/%d wrote past the last head", hd, nh, nkv);
-                free(bq), free(bk), free(bqs), free(bks), free(bc), free(bsn), free(q0), free(k0);
+                ref_free(bq), ref_free(bk), ref_free(bqs), ref_free(bks), ref_free(bc), ref_free(bsn), ref_free(q0), ref_free(k0);
             }
     GROUP_DONE("rope: vs double and scalar, positions 0 to 100000, GQA head counts, k NULL", before);
 }
@@ -592,7 +592,7 @@ static void test_vec(tctx *t) {
             CHECK(!bad_s, "axpy_f32 scalar vs double n=%d", n);
             CHECK(!bad_i, "axpy_f32 vs scalar n=%d a=%g misalign=%d", n, (double)alpha, mis);
             CHECK(guard_ok(y, n) && guard_ok(ys, n), "axpy_f32 n=%d wrote past n", n);
-            free(ba), free(bb), free(by), free(bys), free(yref);
+            ref_free(ba), ref_free(bb), ref_free(by), ref_free(bys), free(yref);
         }
     GROUP_DONE("add (bit-exact), dot_f32, axpy_f32: vs double and scalar, odd n, misaligned", before);
 }

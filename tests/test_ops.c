@@ -42,7 +42,7 @@ static void test_supported(ml_ops *o, ml_type t, const char *name, ref_rng *r) {
     char what[96];
     snprintf(what, sizeof what, "%s: matvec and dequant_row follow the %s layout", name, name);
     GROUP_DONE(what, f0);
-    ref_qtensor_free(&W), ref_qact_free(&x), free(y), free(row);
+    ref_qtensor_free(&W), ref_qact_free(&x), ref_free(y), ref_free(row);
 }
 
 static int count_nan(const float *v, int n) {
@@ -73,7 +73,7 @@ static void test_unsupported(ml_ops *o, ref_rng *r) {
     }
     CHECK(!ml_op_type_supported(-1) && !ml_op_type_supported(1 << 20), "types out of the table's range");
     GROUP_DONE("types without a kernel (F32, 1, 3, 7, 9, 255): matvec, gate_up and dequant_row give NaN", f0);
-    ref_qtensor_free(&W), ref_qtensor_free(&W3), ref_qact_free(&x), free(y), free(u), free(row);
+    ref_qtensor_free(&W), ref_qtensor_free(&W3), ref_qact_free(&x), ref_free(y), ref_free(u), ref_free(row);
 }
 
 int ml_main(int argc, char **argv) {

@@ -110,7 +110,7 @@ static void test_roundtrip(const impl *im, ref_rng *rng, int quick) {
             CHECK(all_blocks_ok(im, x, k, why, sizeof why), "%s round trip scale %g: %s", im->name,
                   (double)scales[si], why);
         }
-    free(x);
+    ref_free(x);
     char what[160];
     snprintf(what, sizeof what, "%s: round trip |x - q*d| <= d/2, d = amax/127, max -> +-127, scales 1e-29..1e37",
              im->name);
