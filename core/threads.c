@@ -4,15 +4,13 @@
 #endif
 #include "core/threads.h"
 
-#if defined(ML_THREADS_pthread)
+#if ML_HAS_THREADS
 
-#include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <time.h>
-#include <unistd.h>
+
+#include "core/thread_os.h"
 
 /* How long a waiter spins before it sleeps. Within a token the regions
  * are less than a microsecond apart; between tokens (sampling) tens of
@@ -34,7 +32,7 @@
 
 struct ml_pool {
     int n, started;
-    pthread_t *tids;           /* (n); slot 0 is the calling thread's, unused */
+    ml_thread *tids;           /* (n); slot 0 is the calling thread's, unused */
     /* The current region: written by the caller before it opens the region,
      * read by the workers that joined it. */
     ml_task_fn fn;
@@ -45,24 +43,10 @@ struct ml_pool {
     _Alignas(8) _Atomic uint64_t state; /* generation | OPEN | joined workers */
     atomic_int sleepers;       /* threads blocked (or about to block) on a cond */
     atomic_int stop;
-    pthread_mutex_t mu;
-    pthread_cond_t wake;       /* new region, or stop */
-    pthread_cond_t done;       /* the last worker left a closed region */
+    ml_mutex mu;
+    ml_cond wake;              /* new region, or stop */
+    ml_cond done;              /* the last worker left a closed region */
 };
-
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__) || (defined(__arm__) && __ARM_ARCH >= 7)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-static int64_t now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
 
 /* ---- waiting ------------------------------------------------------------- */
 
@@ -72,30 +56,30 @@ typedef int (*wait_cond)(struct ml_pool *p, uint32_t arg);
  * changed and read with sequentially consistent atomics, as is the state
  * the waker changes, so the waker can skip the mutex when nobody sleeps
  * without ever losing a wakeup. */
-static void wait_until(struct ml_pool *p, pthread_cond_t *cv, wait_cond cond, uint32_t arg, int64_t spin_ns) {
+static void wait_until(struct ml_pool *p, ml_cond *cv, wait_cond cond, uint32_t arg, int64_t spin_ns) {
     int64_t t0 = 0;
     for (unsigned i = 0;; i++) {
         if (cond(p, arg)) return;
-        cpu_relax();
+        ml_cpu_relax();
         /* The clock every 64 pauses: a few microseconds apart. */
         if ((i & 63) == 63) {
-            int64_t t = now_ns();
+            int64_t t = ml_now_ns();
             if (!t0) t0 = t;
             else if (t - t0 > spin_ns) break;
         }
     }
-    pthread_mutex_lock(&p->mu);
+    ml_mutex_lock(&p->mu);
     atomic_fetch_add(&p->sleepers, 1);
-    while (!cond(p, arg)) pthread_cond_wait(cv, &p->mu);
+    while (!cond(p, arg)) ml_cond_wait(cv, &p->mu);
     atomic_fetch_sub(&p->sleepers, 1);
-    pthread_mutex_unlock(&p->mu);
+    ml_mutex_unlock(&p->mu);
 }
 
-static void wake_all(struct ml_pool *p, pthread_cond_t *cv) {
+static void wake_all(struct ml_pool *p, ml_cond *cv) {
     if (atomic_load(&p->sleepers) == 0) return;
-    pthread_mutex_lock(&p->mu);
-    pthread_cond_broadcast(cv);
-    pthread_mutex_unlock(&p->mu);
+    ml_mutex_lock(&p->mu);
+    ml_cond_broadcast(cv);
+    ml_mutex_unlock(&p->mu);
 }
 
 static int new_region(struct ml_pool *p, uint32_t seen) {
@@ -146,12 +130,12 @@ static void leave(struct ml_pool *p) {
     if ((s & COUNT_MASK) == 0 && !(s & OPEN)) wake_all(p, &p->done);
 }
 
-static void *worker_main(void *arg) {
+ML_THREAD_FN(worker_main, arg) {
     struct ml_pool *p = arg;
     uint32_t seen = 0;
     for (;;) {
         wait_until(p, &p->wake, new_region, seen, WORKER_SPIN_NS);
-        if (atomic_load(&p->stop)) return NULL;
+        if (atomic_load(&p->stop)) return ML_THREAD_END;
         seen = GEN(atomic_load(&p->state));
         if (join(p, seen)) {
             work(p);
@@ -171,11 +155,11 @@ ml_status ml_pool_create(ml_pool **out, int n, ml_err *err) {
         return ml_errf(err, ML_E_NOMEM, "threads: cannot allocate a pool of %d", n);
     }
     p->n = n;
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->wake, NULL);
-    pthread_cond_init(&p->done, NULL);
+    ml_mutex_init(&p->mu);
+    ml_cond_init(&p->wake);
+    ml_cond_init(&p->done);
     for (p->started = 1; p->started < n; p->started++)
-        if (pthread_create(&p->tids[p->started], NULL, worker_main, p) != 0) {
+        if (ml_thread_start(&p->tids[p->started], worker_main, p) != 0) {
             int i = p->started;
             ml_pool_destroy(p);
             return ml_errf(err, ML_E_NOMEM, "threads: cannot start thread %d of %d", i + 1, n);
@@ -187,13 +171,13 @@ ml_status ml_pool_create(ml_pool **out, int n, ml_err *err) {
 void ml_pool_destroy(ml_pool *p) {
     if (!p) return;
     atomic_store(&p->stop, 1);
-    pthread_mutex_lock(&p->mu);
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
-    for (int i = 1; i < p->started; i++) pthread_join(p->tids[i], NULL);
-    pthread_cond_destroy(&p->wake);
-    pthread_cond_destroy(&p->done);
-    pthread_mutex_destroy(&p->mu);
+    ml_mutex_lock(&p->mu);
+    ml_cond_broadcast(&p->wake);
+    ml_mutex_unlock(&p->mu);
+    for (int i = 1; i < p->started; i++) ml_thread_join(p->tids[i]);
+    ml_cond_destroy(&p->wake);
+    ml_cond_destroy(&p->done);
+    ml_mutex_destroy(&p->mu);
     free(p->tids);
     free(p);
 }
@@ -222,19 +206,12 @@ void ml_pool_run(ml_pool *p, ml_task_fn fn, void *ctx, int n) {
 }
 
 int ml_threads_default(void) {
-    long n = 0;
-#if defined(__linux__)
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
-#endif
-#if defined(_SC_NPROCESSORS_ONLN)
-    if (n < 1) n = sysconf(_SC_NPROCESSORS_ONLN);
-#endif
+    long n = ml_cpu_count();
     if (n < 1) n = 1;
     return n < ML_THREADS_DEFAULT_MAX ? (int)n : ML_THREADS_DEFAULT_MAX;
 }
 
-#else /* THREADS=1: the pool is the calling thread alone; no pthread code. */
+#else /* THREADS=1: the pool is the calling thread alone; no thread code. */
 
 #include <stdlib.h>
 

@@ -1,5 +1,5 @@
-/* A persistent pool of worker threads (DESIGN §6, THREADS=pthread builds
- * only). A parallel region is n work items; the calling thread and the
+/* A persistent pool of worker threads (DESIGN §6: THREADS=pthread builds,
+ * and Windows builds with CMake's ML_THREADS, on Win32 threads). A parallel region is n work items; the calling thread and the
  * workers take ranges of them from a shared counter until none are left,
  * so a thread that the OS has descheduled (a busy machine, more threads
  * than cores) holds up nobody: whoever runs takes its share. The caller
@@ -11,6 +11,13 @@
 #define ML_THREADS_H
 
 #include "core/status.h"
+
+/* 1 in a build with a real pool (POSIX or Win32 threads, core/thread_os.h). */
+#if defined(ML_THREADS_pthread) || defined(ML_THREADS_win32)
+#define ML_HAS_THREADS 1
+#else
+#define ML_HAS_THREADS 0
+#endif
 
 /* A region's work on items [i0, i1). The ranges of one region are disjoint
  * and cover 0..n-1 exactly once; any thread may run any range, so an

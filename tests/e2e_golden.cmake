@@ -1,7 +1,7 @@
 # End to end for ctest, with no shell (Windows, wine): ml_run on the shipped
 # stories260K, greedy, against tests/golden/. Checks the story's opening, the
 # golden ids, the golden SHA-256 of 64 positions of logits (mapped, read with
-# --no-mmap, and -t 2/3 in a threaded build), a model path with spaces and
+# --no-mmap, and -t 1/2/3 in a threaded build), a model path with spaces and
 # non-ASCII characters, and two refusals with their messages.
 #   cmake -DML_RUN=... -DEMULATOR="wine" -DSRC=<repo> -DTMP=<dir> -DTHREADS=ON|OFF -P e2e_golden.cmake
 string(REPLACE "|" ";" emu "${EMULATOR}")
@@ -60,7 +60,7 @@ foreach(mode mmap no-mmap)
   check("golden: logits SHA-256 (${mode}) ${h}" h STREQUAL golden_sha)
 endforeach()
 if(THREADS)
-  foreach(t 2 3)
+  foreach(t 1 2 3)
     run(l -m ${model} -z ${tok} -i ${prompt} -n 64 --temp 0 -t ${t} --logits ${TMP}/t${t}.f32)
     logits_sha(h ${TMP}/t${t}.f32)
     check("golden: logits SHA-256 with -t ${t}" h STREQUAL golden_sha)

@@ -24,12 +24,6 @@ static void count_task(void *ctx, int i0, int i1) {
     for (int i = i0; i < i1 && i >= 0 && i < r->n; i++) atomic_fetch_add(&r->runs[i], 1);
 }
 
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* The first range taken waits (up to 5 s) until every other item is done:
  * with rows dealt out in fixed shares, the stalled thread's share would
  * never be done and the wait would time out. */
@@ -41,9 +35,9 @@ typedef struct {
 static void stall_task(void *ctx, int i0, int i1) {
     stall *s = ctx;
     if (atomic_exchange(&s->first, 0)) {
-        double t0 = now_s();
+        time_t t0 = time(NULL); /* C's own clock: Windows has no clock_gettime */
         while (atomic_load(&s->done) != s->n - (i1 - i0))
-            if (now_s() - t0 > 5.0) {
+            if (difftime(time(NULL), t0) > 5.0) {
                 atomic_store(&s->timed_out, 1);
                 break;
             }
@@ -53,7 +47,7 @@ static void stall_task(void *ctx, int i0, int i1) {
 
 int ml_main(int argc, char **argv) {
     (void)argc, (void)argv;
-#if defined(ML_THREADS_pthread)
+#if ML_HAS_THREADS
     int sizes[] = {1, 2, 3, 8};
 #else
     int sizes[] = {1};
@@ -98,7 +92,7 @@ int ml_main(int argc, char **argv) {
     }
 
     int d = ml_threads_default();
-#if defined(ML_THREADS_pthread)
+#if ML_HAS_THREADS
     CHECK(d >= 1 && d <= ML_THREADS_DEFAULT_MAX, "default thread count %d in 1..%d", d, ML_THREADS_DEFAULT_MAX);
 #else
     CHECK(d == 1, "default thread count %d is 1 in a THREADS=1 build", d);
@@ -107,7 +101,7 @@ int ml_main(int argc, char **argv) {
 
     ml_pool *p = NULL;
     ml_err err = {{0}};
-#if defined(ML_THREADS_pthread)
+#if ML_HAS_THREADS
     CHECK(ml_pool_create(&p, 0, &err) == ML_E_ARG, "a pool of 0 threads is refused");
 #else
     CHECK(ml_pool_create(&p, 2, &err) == ML_E_ARG && strstr(err.msg, "THREADS=1"),
