@@ -1,10 +1,16 @@
 /* Which kernels kernels/sve/ implements (1) and which fall back to the
- * next lower ISA of the chain (0). See config/ml_config.h. */
+ * next lower ISA of the chain (0). See config/ml_config.h.
+ * sve has the two matvecs (rows in lanes at any vector length,
+ * sve_matvec.h), where nearly all of a token's instructions go. The float
+ * kernels stay with neon: the sums (dot_f32, rmsnorm, softmax) are fixed at
+ * 8 lanes by kernels/canon.h rule 2, so a wider vector cannot shorten them,
+ * and the element-wise ones (add, axpy, silu_mul, rope) handle dim- and
+ * head_dim-sized vectors, a few thousand floats per token. */
 #ifndef ML_KERNELS_SVE_H
 #define ML_KERNELS_SVE_H
 
-#define ML_HAS_MATVEC_Q8_SVE 0
-#define ML_HAS_MATVEC_Q4_SVE 0
+#define ML_HAS_MATVEC_Q8_SVE 1
+#define ML_HAS_MATVEC_Q4_SVE 1
 #define ML_HAS_QUANTIZE_Q8_SVE 0
 #define ML_HAS_RMSNORM_SVE 0
 #define ML_HAS_SOFTMAX_SVE 0

@@ -1,0 +1,7 @@
+/* y = W x, Q8_0 weights, SVE: rows in lanes, gathered weight words and the
+ * indexed sdot (kernels/sve/sve_matvec.h). */
+#include "kernels/sve/sve_matvec.h"
+
+void ml_k_matvec_q8_sve(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
+    ml_sve_matvec(y, W, x, r0, r1, 0);
+}
