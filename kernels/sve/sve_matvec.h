@@ -62,24 +62,28 @@ ML_INLINE svint32_t ml_sve_dot_q8(svbool_t pg, const int8_t *w, svuint32_t off, 
 /* Q4_0: byte j holds element j (low nibble) and 16 + j (high nibble), so
  * word k's low nibbles pair with the activations' first-half word k and its
  * high nibbles with the second-half word k. The nibbles stay unsigned
- * (0..15, exact as int8); the "- 8" comes in through init (ml_sve_q4_corr). */
-ML_INLINE svint8_t ml_sve_lo(svint8_t v) {
-    return svreinterpret_s8_u8(svand_n_u8_x(svptrue_b8(), svreinterpret_u8_s8(v), 0x0F));
+ * (0..15, exact as int8); the "- 8" comes in through init (ml_sve_q4_corr).
+ * mask is 0x0F in every byte, passed in a register: AND with an immediate
+ * overwrites its input, which gcc pays for with a movprfx copy per word. */
+ML_INLINE svint8_t ml_sve_lo(svuint8_t v, svuint8_t mask) {
+    return svreinterpret_s8_u8(svand_u8_x(svptrue_b8(), v, mask));
 }
 
-ML_INLINE svint8_t ml_sve_hi(svint8_t v) {
-    return svreinterpret_s8_u8(svlsr_n_u8_x(svptrue_b8(), svreinterpret_u8_s8(v), 4));
+ML_INLINE svint8_t ml_sve_hi(svuint8_t v) {
+    return svreinterpret_s8_u8(svlsr_n_u8_x(svptrue_b8(), v, 4));
 }
 
 ML_INLINE svint32_t ml_sve_dot_q4(svbool_t pg, const int8_t *w, svuint32_t off, svint8_t xlo, svint8_t xhi,
-                                  svint32_t init) {
-    const svint8_t v0 = ml_sve_word(pg, w, off, 0), v1 = ml_sve_word(pg, w, off, 1);
-    const svint8_t v2 = ml_sve_word(pg, w, off, 2), v3 = ml_sve_word(pg, w, off, 3);
+                                  svint32_t init, svuint8_t mask) {
+    const svuint8_t v0 = svreinterpret_u8_s8(ml_sve_word(pg, w, off, 0));
+    const svuint8_t v1 = svreinterpret_u8_s8(ml_sve_word(pg, w, off, 1));
+    const svuint8_t v2 = svreinterpret_u8_s8(ml_sve_word(pg, w, off, 2));
+    const svuint8_t v3 = svreinterpret_u8_s8(ml_sve_word(pg, w, off, 3));
     svint32_t acc = init;
-    acc = svdot_lane_s32(svdot_lane_s32(acc, ml_sve_lo(v0), xlo, 0), ml_sve_hi(v0), xhi, 0);
-    acc = svdot_lane_s32(svdot_lane_s32(acc, ml_sve_lo(v1), xlo, 1), ml_sve_hi(v1), xhi, 1);
-    acc = svdot_lane_s32(svdot_lane_s32(acc, ml_sve_lo(v2), xlo, 2), ml_sve_hi(v2), xhi, 2);
-    acc = svdot_lane_s32(svdot_lane_s32(acc, ml_sve_lo(v3), xlo, 3), ml_sve_hi(v3), xhi, 3);
+    acc = svdot_lane_s32(svdot_lane_s32(acc, ml_sve_lo(v0, mask), xlo, 0), ml_sve_hi(v0), xhi, 0);
+    acc = svdot_lane_s32(svdot_lane_s32(acc, ml_sve_lo(v1, mask), xlo, 1), ml_sve_hi(v1), xhi, 1);
+    acc = svdot_lane_s32(svdot_lane_s32(acc, ml_sve_lo(v2, mask), xlo, 2), ml_sve_hi(v2), xhi, 2);
+    acc = svdot_lane_s32(svdot_lane_s32(acc, ml_sve_lo(v3, mask), xlo, 3), ml_sve_hi(v3), xhi, 3);
     return acc;
 }
 
@@ -93,15 +97,22 @@ ML_INLINE svint32_t ml_sve_q4_corr(svint8_t xlo, svint8_t xhi) {
 }
 
 /* One tile's step for one block: the exact block sums, then the float
- * update sum += (float)sumi * (dw * dx) lane by lane. q4 and the pointers'
- * meaning as in ml_sve_rows. */
-ML_INLINE svfloat32_t ml_sve_step(svfloat32_t sum, svbool_t pg, const int8_t *w, svuint32_t off,
-                                  const float *d, svuint32_t doff, svint8_t xlo, svint8_t xhi, svint32_t init,
+ * update sum += (float)sumi * (dw * dx) lane by lane. Per call: off, the
+ * lanes' byte offsets into the weights; doff, into the scales (one per tile,
+ * so all tiles share the pointer d); mask for Q4. Per block: the activations
+ * xlo, xhi, init (0, or the Q4 offset term) and dx. */
+ML_INLINE svfloat32_t ml_sve_step(svfloat32_t sum, svbool_t pg, const int8_t *w, const float *d, svuint32_t doff,
+                                  svuint32_t off, svuint8_t mask, svint8_t xlo, svint8_t xhi, svint32_t init,
                                   svfloat32_t dx, int q4) {
-    const svint32_t sumi = q4 ? ml_sve_dot_q4(pg, w, off, xlo, xhi, init) : ml_sve_dot_q8(pg, w, off, xlo, xhi, init);
+    const svint32_t sumi =
+        q4 ? ml_sve_dot_q4(pg, w, off, xlo, xhi, init, mask) : ml_sve_dot_q8(pg, w, off, xlo, xhi, init);
     const svfloat32_t s = svmul_f32_x(pg, svld1_gather_u32offset_f32(pg, d, doff), dx);
     return svadd_f32_x(pg, sum, svmul_f32_x(pg, svcvt_f32_s32_x(pg, sumi), s));
 }
+
+/* 0x0F in every byte, read at run time: a constant would be folded back
+ * into the immediate AND (see ml_sve_dot_q4). */
+static volatile const uint8_t ml_sve_nibble_mask = 0x0F;
 
 /* nt tiles (ML_SVE_TILES or 1, a constant after inlining) of rows from r:
  * pg0 is the first tile's predicate; a group's other tiles are full. */
@@ -112,21 +123,23 @@ ML_INLINE void ml_sve_rows(float *y, const ml_qtensor *W, const ml_qact *x, int 
     /* lane i: row i of the tile, in bytes from row 0 (fits: at most 63 rows
      * of at most 2^18 bytes) */
     const svuint32_t off = svindex_u32(0, (uint32_t)wstride);
-    const svuint32_t doff = svindex_u32(0, (uint32_t)((size_t)nb * sizeof(float)));
+    const uint32_t dstride = (uint32_t)((size_t)nb * sizeof(float)), dtile = (uint32_t)rt * dstride;
+    const svuint32_t doff0 = svindex_u32(0, dstride), doff1 = svindex_u32(dtile, dstride);
+    const svuint32_t doff2 = svindex_u32(2 * dtile, dstride), doff3 = svindex_u32(3 * dtile, dstride);
+    const svuint8_t mask = svdup_n_u8(q4 ? ml_sve_nibble_mask : 0);
     const svbool_t all = svptrue_b32();
-    const int8_t *w = W->q + (size_t)r * wstride;
-    const float *d = W->d + (size_t)r * (size_t)nb;
+    const int8_t *w = W->q + (size_t)r * wstride, *xq = x->q;
+    const float *d = W->d + (size_t)r * (size_t)nb, *xd = x->d;
     svfloat32_t s0 = svdup_n_f32(0.0f), s1 = s0, s2 = s0, s3 = s0;
-    for (int b = 0; b < nb; b++, w += wbytes, d++) {
-        const int8_t *xq = x->q + (size_t)b * ML_QK;
+    for (int b = 0; b < nb; b++, w += wbytes, d++, xq += ML_QK, xd++) {
         const svint8_t xlo = svld1rq_s8(svptrue_b8(), xq), xhi = svld1rq_s8(svptrue_b8(), xq + 16);
         const svint32_t init = q4 ? ml_sve_q4_corr(xlo, xhi) : svdup_n_s32(0);
-        const svfloat32_t dx = svdup_n_f32(x->d[b]);
-        s0 = ml_sve_step(s0, pg0, w, off, d, doff, xlo, xhi, init, dx, q4);
+        const svfloat32_t dx = svdup_n_f32(*xd);
+        s0 = ml_sve_step(s0, pg0, w, d, doff0, off, mask, xlo, xhi, init, dx, q4);
         if (nt > 1) {
-            s1 = ml_sve_step(s1, all, w + rt * wstride, off, d + rt * nb, doff, xlo, xhi, init, dx, q4);
-            s2 = ml_sve_step(s2, all, w + 2 * rt * wstride, off, d + 2 * rt * nb, doff, xlo, xhi, init, dx, q4);
-            s3 = ml_sve_step(s3, all, w + 3 * rt * wstride, off, d + 3 * rt * nb, doff, xlo, xhi, init, dx, q4);
+            s1 = ml_sve_step(s1, all, w + rt * wstride, d, doff1, off, mask, xlo, xhi, init, dx, q4);
+            s2 = ml_sve_step(s2, all, w + 2 * rt * wstride, d, doff2, off, mask, xlo, xhi, init, dx, q4);
+            s3 = ml_sve_step(s3, all, w + 3 * rt * wstride, d, doff3, off, mask, xlo, xhi, init, dx, q4);
         }
     }
     svst1_f32(pg0, y + r, s0);
