@@ -24,8 +24,9 @@ const char *ml_status_name(ml_status s);
 
 /* printf-style format checking of argument f against the arguments from a.
  * mingw builds use its C99 printf (__USE_MINGW_ANSI_STDIO, for %zu and %lld),
- * which gcc calls gnu_printf there; plain printf would mean msvcrt's. */
-#if defined(__MINGW32__)
+ * which gcc calls gnu_printf there (plain printf would mean msvcrt's); clang
+ * knows no gnu_printf and checks printf as C99. */
+#if defined(__MINGW32__) && !defined(__clang__)
 #define ML_PRINTF(f, a) __attribute__((format(gnu_printf, f, a)))
 #elif defined(__GNUC__)
 #define ML_PRINTF(f, a) __attribute__((format(printf, f, a)))

@@ -4,7 +4,8 @@
 # cross compiler) is built with gcc and run on each CPU of its "run on"
 # column, natively or under qemu-user. The first CPU of a line runs every test
 # of the build; the others run test_kernels and test_e2e.sh (bit-identity and
-# the golden hashes). Further rows: sse2 ASM=1; THREADS=pthread for the
+# the golden hashes). Further rows: sse2 ASM=1; i686 (M32=1); CMake with gcc
+# and with mingw-w64 under wine (tests/cmake_row.sh); THREADS=pthread for the
 # aarch64 lines past neon; clang builds of every ARM line and of
 # $ML_CLANG_ISAS on x86, the last ARM one run under qemu; avx512vnni with the
 # archive's oldest and newest compilers. Then tests/test_guard.sh once (the
@@ -26,7 +27,7 @@ cd "$(dirname "$0")/.." || exit 1
 . tests/results.sh
 # Each row names its compiler and options: a parent make's command line
 # (make test ISA=neon CROSS=...) must not leak into the builds made here.
-unset CC MAKEFLAGS MFLAGS MAKELEVEL ISA THREADS ASM DEBUG SAN CROSS ML_NO_MMAP EXTRA_CFLAGS BUILD RUNNER
+unset CC MAKEFLAGS MFLAGS MAKELEVEL ISA THREADS ASM DEBUG SAN CROSS M32 ML_NO_MMAP EXTRA_CFLAGS BUILD RUNNER
 : "${PYTHON:=}" "${MODELS:=../shared/models}"
 export PYTHON MODELS
 JOBS=${ML_JOBS:-2}
@@ -36,10 +37,13 @@ unset ML_RESULTS
 mkdir -p "$(dirname "$out")"
 : >"$out"
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+# the wine rows' wineserver lingers a few seconds: stop it so its prefix goes too
+trap '[ -d "$tmp/wine" ] && WINEPREFIX="$tmp/wine" wineserver -k 2>/dev/null; rm -rf "$tmp"' EXIT
 have() { command -v "$1" >/dev/null 2>&1; }
 t_start=$SECONDS
 SUBSET="test_kernels test_e2e.sh"
+# One wine prefix for every wine row (its creation takes ~10 s).
+export WINEPREFIX="$tmp/wine" WINEDEBUG=-all
 
 # ---- the rows -----------------------------------------------------------------
 # label|isa|compiler|make args|runner|how|tests ("" all, else the list)|guard label
@@ -93,6 +97,36 @@ if [ "$host_x86" = 1 ]; then
         notes+=("x86 clang rows: clang not installed")
     fi
 fi
+# 32-bit x86 (M32=1, gcc-12-multilib) natively, and CMake rows: gcc natively
+# and mingw-w64 under wine (tests/cmake_row.sh: ctest's C tests and
+# e2e_golden, plus --cpu-info and the story text against the Linux build).
+# Lean, for CI time: the C tests and test_e2e.sh (and test_malformed.sh's
+# address-space case on scalar-i686).
+if [ "$host_x86" = 1 ]; then
+    ctests=$(cd tests && ls test_*.c | sed 's/\.c$//' | tr '\n' ' ')
+    if echo 'int main(void) { return 0; }' | gcc -m32 -x c - -o "$tmp/m32" 2>/dev/null; then
+        for isa in scalar sse2 sse41; do
+            extra=""; [ "$isa" = scalar ] && extra=" test_malformed.sh"
+            rows+=("$isa-i686|$isa|gcc -m32|M32=1|||${ctests}test_e2e.sh$extra|$isa-i686")
+        done
+    else
+        notes+=("i686 rows: gcc -m32 cannot link (apt-get install gcc-12-multilib)")
+    fi
+    if have cmake; then
+        rows+=("cmake-gcc-avx2-threads|avx2|cmake + gcc|cmake -DML_ISA=avx2 -DML_THREADS=ON||native (ctest)|all|")
+    else
+        notes+=("CMake rows: cmake not installed")
+    fi
+    if have cmake && have x86_64-w64-mingw32-gcc && { have wine64 || have wine; }; then
+        for isa in scalar avx2; do
+            for th in OFF ON; do
+                rows+=("mingw-$isa$([ $th = ON ] && echo -threads)|$isa|x86_64-w64-mingw32-gcc (CMake)|cmake -DCMAKE_TOOLCHAIN_FILE=cmake/mingw-w64-x86_64.cmake -DML_ISA=$isa -DML_THREADS=$th|wine|wine (ctest)|all|")
+            done
+        done
+    else
+        notes+=("mingw rows: needs cmake, gcc-mingw-w64-x86-64 and wine")
+    fi
+fi
 # The last clang ARM build also runs every test under qemu, on its line's first
 # CPU (replacing its build-only row).
 if [ -n "$last_arm" ] && [ -n "$(cut -d'|' -f5 <<<"$last_arm")" ]; then
@@ -144,8 +178,18 @@ for row in "${rows[@]}"; do
     WARNED=0
     echo "== $label: make ISA=$isa $margs${runner:+, run under $runner}"
     build ISA=scalar; ref=$DIR
+    if [[ $margs == cmake* ]]; then
+        # shellcheck disable=SC2086
+        REF_BUILD=$ref ML_RESULTS="$tmp/$label.tsv" nice bash tests/cmake_row.sh "build/$label" ${margs#cmake } >"$tmp/run.log" 2>&1
+        grep -E '^(FAIL|SKIP) - ' "$tmp/run.log" | head -n 20 | sed "s/^/   [$label] /"
+        if read -r p f s < <(results_total "$tmp/$label.tsv"); then
+            e2e=$(awk -F'\t' '$1 == "e2e_golden" { print ($3 > 0 ? "FAIL" : "ok golden") }' "$tmp/$label.tsv")
+        else
+            echo "FAIL - $label: tests/cmake_row.sh wrote no results"; tail -n 5 "$tmp/run.log" | sed 's/^/    /'
+            p=0 f=1 s=0
+        fi
     # shellcheck disable=SC2086
-    if ! build ISA="$isa" $margs; then
+    elif ! build ISA="$isa" $margs; then
         f=1 how="build FAILED"
     elif [ "$tests" = build ] || { [ -z "$runner" ] && [ -n "$how" ]; }; then
         p=1 how=${how:-"compile-only (the gcc rows run the tests)"}
