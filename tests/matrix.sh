@@ -270,7 +270,7 @@ guard_of() {
 }
 
 # ---- the matrix -------------------------------------------------------------------
-fmt='%-24s %-36s %-22s %-16s %-14s %6s  %s\n'
+fmt='%-32s %-36s %-22s %-16s %-14s %6s  %s\n'
 echo
 # shellcheck disable=SC2059
 printf "$fmt" "row" "compiler" "tests" "e2e" "guard refusal" "time" "how verified"
