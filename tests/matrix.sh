@@ -233,34 +233,29 @@ for row in "${rows[@]}"; do
     echo "   $label: $p passed, $f failed, $s skipped, e2e $e2e (${R_SEC[$label]} s)"
 done
 
-# ---- the guard, once (reuses the builds above) ------------------------------------
-echo "== tests/test_guard.sh"
-t0=$SECONDS
-if [ -n "${ML_ROWS:-}" ]; then
-    printf 'total\t0\t0\t1\t0\n' >"$tmp/guard.tsv"; echo "SKIP - test_guard.sh: ML_ROWS is set"
-else
-    ML_RESULTS="$tmp/guard.tsv" nice bash tests/test_guard.sh >"$tmp/guard.log" 2>&1
-    grep -E '^(FAIL|SKIP) - ' "$tmp/guard.log" | sed 's/^/   [guard] /'
-fi
-if ! read -r gp gf gs < <(results_total "$tmp/guard.tsv"); then
-    gp=0 gf=1 gs=0; echo "FAIL - test_guard.sh wrote no results"; tail -n 5 "$tmp/guard.log" | sed 's/^/    /'
-fi
-TP=$((TP + gp)) TF=$((TF + gf)) TS=$((TS + gs))
-echo "   test_guard.sh: $gp passed, $gf failed, $gs skipped ($((SECONDS - t0)) s)"
-# ---- make dist, once: static binaries of every ISA and the launcher -------------------
-echo "== tests/dist_check.sh (make dist)"
-t1=$SECONDS
-if [ -n "${ML_ROWS:-}" ]; then
-    printf 'total\t0\t0\t1\t0\n' >"$tmp/dist.tsv"; echo "SKIP - dist_check.sh: ML_ROWS is set"
-else
-    ML_RESULTS="$tmp/dist.tsv" nice bash tests/dist_check.sh >"$tmp/dist.log" 2>&1
-    grep -E '^(FAIL|SKIP) - ' "$tmp/dist.log" | sed 's/^/   [dist] /'
-fi
-if ! read -r dp df ds < <(results_total "$tmp/dist.tsv"); then
-    dp=0 df=1 ds=0; echo "FAIL - dist_check.sh wrote no results"; tail -n 5 "$tmp/dist.log" | sed 's/^/    /'
-fi
-TP=$((TP + dp)) TF=$((TF + df)) TS=$((TS + ds))
-echo "   dist_check.sh: $dp passed, $df failed, $ds skipped ($((SECONDS - t1)) s)"
+# ---- run once: the guard (reuses the builds above) and make dist ---------------------
+# run_once NAME TAG SCRIPT: runs tests/SCRIPT (its results in $tmp/TAG.tsv), adds
+# its counts to the totals; sets O_P O_F O_S O_SEC. Skipped when ML_ROWS is set.
+run_once() {
+    local name=$1 tag=$2 script=$3 t=$SECONDS
+    echo "== tests/$script ($name)"
+    if [ -n "${ML_ROWS:-}" ]; then
+        printf 'total\t0\t0\t1\t0\n' >"$tmp/$tag.tsv"; echo "SKIP - $script: ML_ROWS is set"
+    else
+        ML_RESULTS="$tmp/$tag.tsv" nice bash "tests/$script" >"$tmp/$tag.log" 2>&1
+        grep -E '^(FAIL|SKIP) - ' "$tmp/$tag.log" | sed "s/^/   [$tag] /"
+    fi
+    if ! read -r O_P O_F O_S < <(results_total "$tmp/$tag.tsv"); then
+        O_P=0 O_F=1 O_S=0; echo "FAIL - $script wrote no results"; tail -n 5 "$tmp/$tag.log" | sed 's/^/    /'
+    fi
+    O_SEC=$((SECONDS - t))
+    TP=$((TP + O_P)) TF=$((TF + O_F)) TS=$((TS + O_S))
+    echo "   $script: $O_P passed, $O_F failed, $O_S skipped ($O_SEC s)"
+}
+run_once "every guard refusal" guard test_guard.sh
+gp=$O_P gf=$O_F gs=$O_S gsec=$O_SEC
+run_once "make dist: static, golden, launcher" dist dist_check.sh
+dp=$O_P df=$O_F ds=$O_S dsec=$O_SEC
 
 # guard_of LABEL: test_guard.sh's row for that build, or n/a.
 guard_of() {
@@ -287,8 +282,8 @@ for row in "${rows[@]}"; do
     results_row "$out" "$label" "${R_P[$label]}" "${R_F[$label]}" "${R_S[$label]}" "${R_SEC[$label]}" \
         "$isa" "$compiler" "${R_E2E[$label]}" "$g" "${R_HOW[$label]}"
 done
-results_row "$out" test_guard.sh "$gp" "$gf" "$gs" $((t1 - t0)) - - - - "once, every guard refusal"
-results_row "$out" dist_check.sh "$dp" "$df" "$ds" $((SECONDS - t1)) - - - - "once, make dist: static, golden, launcher"
+results_row "$out" test_guard.sh "$gp" "$gf" "$gs" "$gsec" - - - - "once, every guard refusal"
+results_row "$out" dist_check.sh "$dp" "$df" "$ds" "$dsec" - - - - "once, make dist: static, golden, launcher"
 for n in "${notes[@]}"; do echo "note: not built: $n"; done
 echo "(tests = every test of the row, test_e2e.sh included; guard = tests/test_guard.sh, run once:" \
     "$gp passed, $gf failed, $gs skipped; make dist's check: $dp passed, $df failed, $ds skipped; total time $((SECONDS - t_start)) s; results in $out)"
