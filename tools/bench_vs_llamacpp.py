@@ -190,8 +190,9 @@ def prepare(opts, plan):
     return llama, models
 
 
-def measure(opts):
-    """All rounds -> records (see record_round)."""
+def measure(opts, on_round):
+    """All rounds -> records (see record_round); on_round(records, isa,
+    rounds done) after each round."""
     plan = plan_of(opts)
     llama, models = prepare(opts, plan)
     isa = opts.isa or best_isa()
@@ -212,6 +213,7 @@ def measure(opts):
             record_round(records, rnd, section, shape, wtype, parse_llama_bench(outs[lb]),
                          parse_ml_bench(outs[ours[section]]), tests)
         log(f"round {rnd} of {opts.rounds} done")
+        on_round(records, isa, rnd)
     return records, isa
 
 
@@ -286,17 +288,23 @@ def main(argv=None):
         return 0
     os.chdir(ROOT)
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    command = shlex.join(["tools/bench_vs_llamacpp.py"] + (argv if argv is not None else sys.argv[1:]))
+
+    def header(isa, rounds):
+        return (f"$ {command}  ({rounds} rounds)\n{started}, {cpu_name()}, {os.cpu_count()} CPUs; "
+                f"llama.cpp from llama-cpp-python {llamacpp_build.VERSION}'s sdist; ours: {isa} build")
+
+    def save(records, isa, rounds):
+        """After every round: a run stopped early keeps its finished rounds."""
+        if opts.save:
+            with open(opts.save, "w") as f:
+                json.dump({"header": header(isa, rounds), "records": records}, f, indent=1)
+
     try:
-        records, isa = measure(opts)
+        records, isa = measure(opts, save)
     except (llamacpp_build.BuildError, OSError, ValueError, subprocess.TimeoutExpired) as e:
         sys.exit(f"bench_vs_llamacpp: {e}")
-    header = (f"$ {shlex.join(['tools/bench_vs_llamacpp.py'] + (argv if argv is not None else sys.argv[1:]))}"
-              f"  ({opts.rounds} rounds)\n{started}, {cpu_name()}, {os.cpu_count()} CPUs; llama.cpp from "
-              f"llama-cpp-python {llamacpp_build.VERSION}'s sdist; ours: {isa} build")
-    if opts.save:
-        with open(opts.save, "w") as f:
-            json.dump({"header": header, "records": records}, f, indent=1)
-    print(header)
+    print(header(isa, opts.rounds))
     print(format_table(records))
     return 0
 
