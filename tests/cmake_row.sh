@@ -27,6 +27,13 @@ else
     ok "build: cmake $* configured and built warning-free"
 fi
 
+# The emulator (wine), if any. A fresh wine prefix is created by the first
+# program run in it; ctest -j2 would start two at once and race to create it
+# (one test then fails now and then), so it is made here first.
+emu=$(sed -n 's/^CMAKE_CROSSCOMPILING_EMULATOR:[A-Z]*=//p' "$dir/CMakeCache.txt")
+emu=${emu:-$(sed -n 's/^ML_WINE:[A-Z]*=//p' "$dir/CMakeCache.txt")}
+case ${emu##*/} in wine*) "$emu" wineboot --init >/dev/null 2>&1 ;; esac
+
 # ctest: "N/M Test #k: name ....   Passed   0.12 sec" per test.
 (cd "$dir" && ctest -j"${ML_JOBS:-2}" --output-on-failure) >"$tmp/ctest.log" 2>&1
 n=0
@@ -38,8 +45,6 @@ done < <(sed -nE 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([A-Za-z0-9_]+) \.+ *\**([A
 grep -E '^[0-9]+: (FAIL|SKIP) - ' "$tmp/ctest.log" | head -n 10 | sed 's/^/    /'
 
 # An emulated build writes what the Linux build writes, byte for byte.
-emu=$(sed -n 's/^CMAKE_CROSSCOMPILING_EMULATOR:[A-Z]*=//p' "$dir/CMakeCache.txt")
-emu=${emu:-$(sed -n 's/^ML_WINE:[A-Z]*=//p' "$dir/CMakeCache.txt")}
 exe=$(ls "$dir"/ml_run.exe "$dir"/ml_run 2>/dev/null | head -n 1)
 if [ -n "$emu" ] && [ -n "${REF_BUILD:-}" ] && [ -x "$REF_BUILD/ml_run" ] && [ -n "$exe" ]; then
     # The two lines about the binary's own build differ by ISA; the CPU's do not.
