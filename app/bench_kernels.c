@@ -1,6 +1,7 @@
 /* ml_bench's kernel figures, single thread: matvec GB/s and GOPS at the
  * matrix shapes of real models (through the op layer's dispatch by weight
- * type), and the float kernels at model widths. */
+ * type), matmul GOPS for a prompt batch at the same shapes, and the float
+ * kernels at model widths. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,11 +26,20 @@ static const mv_shape mv_shapes[] = {
     {"tinyllama", 32000, 2048, "classifier"},
 };
 
-typedef struct { ml_ops *ops; float *y; ml_qtensor W; ml_qact x; } mv_ctx;
+/* Tokens of the matmul figure's batch (a prompt, as llama-bench -p). */
+#define MM_TOKENS 64
+
+typedef struct { ml_ops *ops; float *y; ml_qtensor W; ml_qact x; ml_qbatch X; } mv_ctx;
 
 static void run_matvec(void *c) {
     mv_ctx *m = c;
     ml_op_matvec(m->ops, m->y, &m->W, &m->x);
+}
+
+static void run_matmul(void *c) {
+    mv_ctx *m = c;
+    if (m->W.type == ML_TYPE_Q8_0) ml_k_matmul_q8(m->y, m->W.rows, &m->W, &m->X, 0, m->W.rows);
+    else ml_k_matmul_q4(m->y, m->W.rows, &m->W, &m->X, 0, m->W.rows);
 }
 
 static int bench_one_matvec(const ml_bench_opts *o, ml_ops *ops, const mv_shape *s, int wtype, ml_rng *rng) {
@@ -37,12 +47,14 @@ static int bench_one_matvec(const ml_bench_opts *o, ml_ops *ops, const mv_shape 
     size_t n = (size_t)s->rows * s->cols, qb = (size_t)ml_quant_bytes(wtype, n), db = n / ML_QK * 4;
     mv_ctx c = {
         .ops = ops,
-        .y = ml_bench_alloc((size_t)s->rows * 4),
+        .y = ml_bench_alloc((size_t)s->rows * MM_TOKENS * 4),
         .W = {.q = ml_bench_alloc(qb), .d = ml_bench_alloc(db), .rows = s->rows, .cols = s->cols, .type = (uint8_t)wtype},
         .x = {.q = ml_bench_alloc((size_t)s->cols), .d = ml_bench_alloc((size_t)s->cols / ML_QK * 4), .n = s->cols},
+        .X = {.q = ml_bench_alloc((size_t)s->cols * MM_TOKENS), .d = ml_bench_alloc((size_t)s->cols / ML_QK * 4 * MM_TOKENS),
+              .n = s->cols, .n_tok = MM_TOKENS},
     };
     int rc = ML_EXIT_OK;
-    if (!c.y || !c.W.q || !c.W.d || !c.x.q || !c.x.d) {
+    if (!c.y || !c.W.q || !c.W.d || !c.x.q || !c.x.d || !c.X.q || !c.X.d) {
         fprintf(stderr, "ml_bench: out of memory for %dx%d\n", s->rows, s->cols);
         rc = ML_EXIT_FAIL;
     } else {
@@ -58,8 +70,19 @@ static int bench_one_matvec(const ml_bench_opts *o, ml_ops *ops, const mv_shape 
                s->model, s->what, s->rows, s->cols, st.med * 1e6, bytes / st.med / 1e9,
                2.0 * (double)n / st.med / 1e9, bytes / st.hi / 1e9, bytes / st.lo / 1e9);
         printf("#row kernel %s matvec_%s_%dx%d %.3f\n", ML_ISA_NAME, tn, s->rows, s->cols, bytes / st.med / 1e9);
+
+        ml_rng_quants(rng, c.X.q, (size_t)s->cols * MM_TOKENS, ML_TYPE_Q8_0);
+        ml_rng_floats(rng, c.X.d, (size_t)s->cols / ML_QK * MM_TOKENS, 1e-2f, 2e-2f);
+        for (int r = 0; r < o->reps; r++) t[r] = ml_bench_time_call(run_matmul, &c);
+        st = ml_bench_summarize(t, o->reps);
+        double ops = 2.0 * (double)n * MM_TOKENS;
+        printf("  matmul_%s %-11s %-10s %5dx%-5d %8.2f us  %d tokens  %7.1f GOPS  (%.1f-%.1f GOPS)\n", tn, s->model,
+               s->what, s->rows, s->cols, st.med * 1e6, MM_TOKENS, ops / st.med / 1e9, ops / st.hi / 1e9,
+               ops / st.lo / 1e9);
+        printf("#row kernel %s matmul_%s_%dx%d %.3f\n", ML_ISA_NAME, tn, s->rows, s->cols, ops / st.med / 1e9);
     }
     ml_aligned_free(c.y), ml_aligned_free(c.W.q), ml_aligned_free(c.W.d), ml_aligned_free(c.x.q), ml_aligned_free(c.x.d);
+    ml_aligned_free(c.X.q), ml_aligned_free(c.X.d);
     return rc;
 }
 

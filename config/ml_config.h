@@ -31,6 +31,8 @@
 /* ---- the binding table: generic name -> selected symbol ---------------- */
 #define ml_k_matvec_q8 ML_BIND(matvec_q8, MATVEC_Q8)
 #define ml_k_matvec_q4 ML_BIND(matvec_q4, MATVEC_Q4)
+#define ml_k_matmul_q8 ML_BIND(matmul_q8, MATMUL_Q8)
+#define ml_k_matmul_q4 ML_BIND(matmul_q4, MATMUL_Q4)
 #define ml_k_quantize_q8 ML_BIND(quantize_q8, QUANTIZE_Q8)
 #define ml_k_rmsnorm ML_BIND(rmsnorm, RMSNORM)
 #define ml_k_softmax ML_BIND(softmax, SOFTMAX)

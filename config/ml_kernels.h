@@ -14,6 +14,8 @@
 #define ML_KERNEL_LIST(X, extra)                                                                    \
     X(void, matvec_q8, MATVEC_Q8, (float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1), extra) \
     X(void, matvec_q4, MATVEC_Q4, (float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1), extra) \
+    X(void, matmul_q8, MATMUL_Q8, (float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1), extra) \
+    X(void, matmul_q4, MATMUL_Q4, (float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1), extra) \
     X(void, quantize_q8, QUANTIZE_Q8, (ml_qact *out, const float *x, int k), extra) \
     X(void, rmsnorm, RMSNORM, (float *o, const float *x, const float *w, int n, float eps), extra) \
     X(void, softmax, SOFTMAX, (float *x, int n), extra) \

@@ -5,6 +5,7 @@
 #ifndef ML_TENSOR_H
 #define ML_TENSOR_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/quant.h"
@@ -21,5 +22,19 @@ typedef struct {
     float *d;     /* (n/32) block scales */
     int n;
 } ml_qact;        /* Q8_0 activations */
+
+/* The Q8_0 activations of n_tok tokens (a prompt batch), one after the
+ * other: token t's quants at q + t*n, its scales at d + t*(n/32). */
+typedef struct {
+    int8_t *q;    /* (n_tok, n) */
+    float *d;     /* (n_tok, n/32) */
+    int n, n_tok;
+} ml_qbatch;
+
+/* Token t of a batch as one activation vector (a view, no copy). */
+static inline ml_qact ml_qbatch_token(const ml_qbatch *X, int t) {
+    ml_qact x = {X->q + (size_t)t * (size_t)X->n, X->d + (size_t)t * (size_t)(X->n / ML_QK), X->n};
+    return x;
+}
 
 #endif

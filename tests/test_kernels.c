@@ -364,6 +364,93 @@ static void test_matvec(tctx *t, ml_type type, matvec_fn isa, matvec_fn sc, cons
     GROUP_DONE(what, before);
 }
 
+/* ---- matmul ------------------------------------------------------------- */
+
+typedef void (*matmul_fn)(float *, int, const ml_qtensor *, const ml_qbatch *, int, int);
+
+/* One matrix, one mode, a batch of n_tok tokens. The scalar matmul against
+ * the scalar matvec token by token (bit for bit: a batch must equal its
+ * tokens run one at a time; the matvec is checked against int64 / double
+ * above), the ISA's matmul against the scalar one, and both over sub-ranges
+ * of rows into a Y with a gap between tokens (ldy > rows) that must stay
+ * untouched, as must GUARD floats after the last token. */
+static void matmul_case(tctx *t, ml_type type, int rows, int K, int n_tok, int mode, matmul_fn isa,
+                        matmul_fn sc, matvec_fn mv_sc, const char *name) {
+    const int nb = K / ML_QK, ldy = rows + 3;
+    const size_t ny = (size_t)n_tok * (size_t)ldy;
+    ml_qtensor W = ref_qtensor(type, rows, K);
+    ml_qact x0 = ref_qact(K);
+    ml_qbatch X = {(int8_t *)ref_alloc((size_t)n_tok * (size_t)K), ref_floats((size_t)n_tok * (size_t)nb), K, n_tok};
+    /* fill_matvec fills W and one token; every token gets its own draw */
+    for (int tk = 0; tk < n_tok; tk++) {
+        fill_matvec(t, &W, &x0, mode);
+        memcpy(X.q + (size_t)tk * (size_t)K, x0.q, (size_t)K);
+        memcpy(X.d + (size_t)tk * (size_t)nb, x0.d, (size_t)nb * sizeof(float));
+    }
+    float *yi = ref_floats(ny + GUARD), *ys = ref_floats(ny + GUARD), *yv = ref_floats((size_t)rows);
+
+    int r0s[4] = {0, 1, rows / 2, ref_int(&t->rng, 0, rows - 1)};
+    int r1s[4] = {rows, rows - 1, rows / 2 + 1, rows};
+    for (int c = 0; c < 4; c++) {
+        const int r0 = r0s[c], r1 = r1s[c];
+        if (r0 > r1) continue;
+        reset_y(yi, (int)ny);
+        reset_y(ys, (int)ny);
+        isa(yi, ldy, &W, &X, r0, r1);
+        sc(ys, ldy, &W, &X, r0, r1);
+        int bad_v = 0, bad_i = 0, outside = 0;
+        for (int tk = 0; tk < n_tok; tk++) {
+            const ml_qact xt = ml_qbatch_token(&X, tk);
+            mv_sc(yv, &W, &xt, 0, rows);
+            for (int e = 0; e < ldy; e++) {
+                const size_t i = (size_t)tk * (size_t)ldy + (size_t)e;
+                if (e < r0 || e >= r1) {
+                    outside |= !ref_same_bits(yi[i], SENTINEL) || !ref_same_bits(ys[i], SENTINEL);
+                    continue;
+                }
+                bad_v |= !ref_same_bits(ys[i], yv[e]);
+                bad_i |= !ref_same_bits(yi[i], ys[i]);
+            }
+        }
+        outside |= !guard_ok(yi, (int)ny) || !guard_ok(ys, (int)ny);
+        CHECK(!bad_v, "%s scalar vs matvec token by token: rows=%d K=%d n_tok=%d mode=%d [%d,%d)", name, rows, K,
+              n_tok, mode, r0, r1);
+        CHECK(!bad_i, "%s bit-exact vs scalar: rows=%d K=%d n_tok=%d mode=%d [%d,%d)", name, rows, K, n_tok, mode,
+              r0, r1);
+        CHECK(!outside, "%s rows=%d K=%d n_tok=%d [%d,%d): wrote outside its rows", name, rows, K, n_tok, r0, r1);
+    }
+    ref_free(yi);
+    ref_free(ys);
+    ref_free(yv);
+    ref_free(X.q);
+    ref_free(X.d);
+    ref_qact_free(&x0);
+    ref_qtensor_free(&W);
+}
+
+static void test_matmul(tctx *t, ml_type type, matmul_fn isa, matmul_fn sc, matvec_fn mv_sc, const char *name) {
+    int before = tl_failed;
+    const int ks[] = {32, 96, 288, 768};
+    /* around the row tiles and groups (4, 16, 64 rows) and the token tiles
+     * a kernel may use (1 to 8 tokens at a time) */
+    const int rows_list[] = {1, 3, 4, 5, 16, 17, 33, 64, 71};
+    const int toks[] = {1, 2, 3, 4, 5, 7, 8, 9, 17};
+    for (int ki = 0; ki < (int)(sizeof ks / sizeof ks[0]); ki++)
+        for (int ri = 0; ri < (int)(sizeof rows_list / sizeof rows_list[0]); ri++)
+            for (int ti = 0; ti < (int)(sizeof toks / sizeof toks[0]); ti++) {
+                const int K = ks[ki], rows = rows_list[ri], n_tok = toks[ti];
+                if (K >= 768 && (rows > 17 || (t->quick && n_tok > 5))) continue;
+                matmul_case(t, type, rows, K, n_tok, MV_SCALED, isa, sc, mv_sc, name);
+                if (ti % 3 == 0 && K <= 288) {
+                    matmul_case(t, type, rows, K, n_tok, MV_EXTREME, isa, sc, mv_sc, name);
+                    matmul_case(t, type, rows, K, n_tok, MV_TINY, isa, sc, mv_sc, name);
+                }
+            }
+    char what[160];
+    snprintf(what, sizeof what, "%s: batch = its tokens one by one, bit-exact vs scalar, row ranges, ldy gap", name);
+    GROUP_DONE(what, before);
+}
+
 static int float_sizes(tctx *t, int *n) {
     const int fixed[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 288, 1000};
     int c = 0;
@@ -612,6 +699,8 @@ int ml_main(int argc, char **argv) {
     test_quantize(&t);
     test_matvec(&t, ML_TYPE_Q8_0, ml_k_matvec_q8, ml_k_matvec_q8_scalar, "matvec_q8");
     test_matvec(&t, ML_TYPE_Q4_0, ml_k_matvec_q4, ml_k_matvec_q4_scalar, "matvec_q4");
+    test_matmul(&t, ML_TYPE_Q8_0, ml_k_matmul_q8, ml_k_matmul_q8_scalar, ml_k_matvec_q8_scalar, "matmul_q8");
+    test_matmul(&t, ML_TYPE_Q4_0, ml_k_matmul_q4, ml_k_matmul_q4_scalar, ml_k_matvec_q4_scalar, "matmul_q4");
     test_rmsnorm(&t);
     test_softmax(&t);
     test_silu_mul(&t);

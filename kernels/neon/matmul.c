@@ -1,0 +1,5 @@
+/* matmul for the neon build: its own matvecs over row tiles
+ * (kernels/matmul_tiles.h), weights read from memory once per batch. */
+#include "kernels/matmul_tiles.h"
+
+ML_MATMUL_BY_TILES(neon)
