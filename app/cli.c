@@ -77,7 +77,7 @@ static int usage_error(char *msg, size_t n, const char *fmt, ...) {
 /* Options that take a value; anything else starting with '-' is unknown. */
 static int takes_value(const char *a) {
     static const char *const names[] = {"-m", "-z", "-i", "-n", "--temp", "-T", "--top-p", "-p",
-                                        "-s", "-t", "-c", "--logits", "--ids"};
+                                        "-s", "-t", "-c", "-b", "--logits", "--ids"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(a, names[i])) return 1;
     return 0;
@@ -85,7 +85,7 @@ static int takes_value(const char *a) {
 
 int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t msg_size) {
     *o = (ml_run_opts){.prompt = "", .steps = -1, .temperature = 1.0, .topp = 0.9, .threads = ml_threads_default(),
-                       .use_mmap = 1};
+                       .batch = ML_RUN_DEFAULT_BATCH, .use_mmap = 1};
     if (msg && msg_size) msg[0] = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -124,6 +124,11 @@ int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t m
             if (!ml_cli_int(v, 1, 256, &n))
                 return usage_error(msg, msg_size, "-t: expected a thread count in 1..256, got '%s'", v);
             o->threads = n;
+        } else if (!strcmp(a, "-b")) {
+            if (!ml_cli_int(v, 1, ML_CLI_MAX_BATCH, &n))
+                return usage_error(msg, msg_size, "-b: expected a prompt batch size in 1..%ld, got '%s'",
+                                   ML_CLI_MAX_BATCH, v);
+            o->batch = n;
         } else { /* -c */
             if (!ml_cli_int(v, 1, 1L << 30, &n))
                 return usage_error(msg, msg_size, "-c: expected a context length >= 1, got '%s'", v);

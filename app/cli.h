@@ -23,10 +23,17 @@ typedef struct {
     unsigned long long seed;     /* -s; 0: not given (seed from the clock) */
     long threads;                /* -t in 1..256; default ml_threads_default() */
     long context;                /* -c; 0: not given (the model's context) */
+    long batch;                  /* -b in 1..ML_CLI_MAX_BATCH; default ML_RUN_DEFAULT_BATCH */
     int use_mmap;                /* 0 with --no-mmap */
 } ml_run_opts;
 
 #define ML_CLI_RUN (-1) /* ml_run_parse_args: go ahead and run */
+
+/* Prompt tokens per batch: ml_run's default (the fastest of -b 16..256 on
+ * stories110M, docs/PERF.md), and the largest accepted (the loader's
+ * largest context; the model caps it at its own). */
+#define ML_RUN_DEFAULT_BATCH 64
+#define ML_CLI_MAX_BATCH (1L << 20)
 
 /* Parse ml_run's argv into o. Returns ML_CLI_RUN; ML_EXIT_OK for -h/--help
  * (the caller prints usage); or ML_EXIT_USAGE with the reason in msg (the

@@ -34,12 +34,14 @@ static void usage(FILE *f) {
             "                 1 in a THREADS=1 build)\n"
             "  -c N           cap the context, and so the KV cache, at N tokens (an N above\n"
             "                 the model's context has no effect)\n"
+            "  -b N           prompt tokens per batch (default %d; 1 = token by token). The\n"
+            "                 output is the same for every N; generation is token by token\n"
             "  --no-mmap      read the model into memory instead of mapping it\n"
             "  --logits FILE  write each position's logits (float32 x vocab) to FILE\n"
             "  --ids FILE     write the token ids (prompt, then generated), one per line\n"
             "  --cpu-info     print what this CPU supports and which build to use\n"
             "build: %s\n",
-            DEFAULT_STEPS, ML_THREADS_DEFAULT_MAX, ML_ISA_NAME);
+            DEFAULT_STEPS, ML_THREADS_DEFAULT_MAX, ML_RUN_DEFAULT_BATCH, ML_ISA_NAME);
 }
 
 static int fail(const char *what, ml_status s, const ml_err *err) {
@@ -151,7 +153,9 @@ int ml_main(int argc, char **argv) {
     ml_tokenizer tok;
     ml_status s;
     double t0 = ml_cli_now();
-    ml_open_opts oo = {.use_mmap = o.use_mmap, .max_seq = (int)o.context, .n_threads = (int)o.threads};
+    /* --logits wants every prompt position's logits, not only the last. */
+    ml_open_opts oo = {.use_mmap = o.use_mmap, .max_seq = (int)o.context, .n_threads = (int)o.threads,
+                       .batch = (int)o.batch, .all_logits = o.logits_path != NULL};
     if ((s = ml_model_open(&m, o.model, &oo, &err))) return fail("loading the model", s, &err);
     const ml_config *c = &m.cfg;
     if ((s = ml_tokenizer_load(&tok, o.tokenizer, c->vocab, &err))) {
@@ -160,9 +164,9 @@ int ml_main(int argc, char **argv) {
     }
     double t_load = ml_cli_now() - t0;
     fprintf(stderr,
-            "ml_run: %s build, -t %d; model dim %d, %d layers, %d/%d heads, hidden %d, vocab %d, context %d, %s\n"
+            "ml_run: %s build, -t %d; prompt batch %d; model dim %d, %d layers, %d/%d heads, hidden %d, vocab %d, context %d, %s\n"
             "ml_run: weights %.2f MiB %s, arena %.2f MiB (KV cache %.2f MiB); loaded in %.1f ms\n",
-            ML_ISA_NAME, ml_pool_size(m.ops.pool), c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->hidden_dim, c->vocab,
+            ML_ISA_NAME, ml_pool_size(m.ops.pool), m.b.cap > 1 ? m.b.cap : 1, c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->hidden_dim, c->vocab,
             c->max_seq, c->wtype == ML_TYPE_Q8_0 ? "Q8_0" : "Q4_0", m.weight_bytes / 1048576.0,
             ml_file_kind_name(m.file.kind), m.arena.cap / 1048576.0,
             m.kv_bytes / 1048576.0, t_load * 1e3);
@@ -202,7 +206,7 @@ int ml_main(int argc, char **argv) {
     /* on_token sees every token after the first, forced or sampled; the
      * prompt's own pieces are echoed as they are fed, like llama2.c. */
     if (r.ids) fprintf(r.ids, "%d\n", prompt[0]);
-    ml_gen_callbacks cb = {.on_logits = on_logits, .on_token = on_token, .ud = &r};
+    ml_gen_callbacks cb = {.on_logits = r.logits ? on_logits : NULL, .on_token = on_token, .ud = &r};
     ml_sampler smp;
     unsigned long long seed = o.seed ? o.seed : (unsigned long long)time(NULL);
     ml_sampler_init(&smp, c->vocab, (float)o.temperature, (float)o.topp, seed, m.s.sampler_scratch);

@@ -1,5 +1,21 @@
 #include "model/generate.h"
 
+/* The prompt's logits, position by position, each followed by its forced
+ * next token: the order the generation loop keeps for sampled ones. */
+typedef struct {
+    const int *prompt;
+    int n_prompt, vocab;
+    const ml_gen_callbacks *cb;
+} prompt_echo;
+
+static ml_status echo_prompt_logits(void *ud, int pos, const float *logits, ml_err *err) {
+    const prompt_echo *e = ud;
+    (void)err;
+    e->cb->on_logits(e->cb->ud, pos, logits, e->vocab);
+    if (pos + 1 < e->n_prompt && e->cb->on_token) e->cb->on_token(e->cb->ud, e->prompt[pos], e->prompt[pos + 1]);
+    return ML_OK;
+}
+
 ml_status ml_generate(ml_model *m, ml_sampler *smp, const int *prompt, int n_prompt, int steps,
                       const ml_gen_callbacks *cb, int *n_pos, ml_err *err) {
     *n_pos = 0;
@@ -11,21 +27,26 @@ ml_status ml_generate(ml_model *m, ml_sampler *smp, const int *prompt, int n_pro
     if (n_prompt > steps)
         return ml_errf(err, ML_E_ARG, "prompt: %d tokens do not fit in %d steps", n_prompt, steps);
 
-    int token = prompt[0];
-    for (int pos = 0; pos < steps; pos++) {
-        ml_status s = ml_forward(m, token, pos, err);
-        if (s) return s;
-        *n_pos = pos + 1;
-        if (cb && cb->on_logits) cb->on_logits(cb->ud, pos, m->s.logits, m->cfg.vocab);
-        int next;
-        if (pos + 1 < n_prompt) {
-            next = prompt[pos + 1];
-        } else {
-            next = ml_sample(smp, m->s.logits);
-            if (next == ML_TOKEN_BOS || next == ML_TOKEN_EOS) break;
-        }
+    /* The prompt in one call: batched if the model was opened with a batch. */
+    int each = cb && cb->on_logits;
+    prompt_echo e = {prompt, n_prompt, m->cfg.vocab, cb};
+    ml_status s = ml_forward_batch(m, prompt, n_prompt, 0, each ? echo_prompt_logits : NULL, &e, err);
+    if (s) return s;
+    *n_pos = n_prompt;
+    if (!each && cb && cb->on_token)
+        for (int i = 1; i < n_prompt; i++) cb->on_token(cb->ud, prompt[i - 1], prompt[i]);
+
+    /* Then token by token from the last prompt position's logits. */
+    int token = prompt[n_prompt - 1];
+    for (int pos = n_prompt - 1;;) {
+        int next = ml_sample(smp, m->s.logits);
+        if (next == ML_TOKEN_BOS || next == ML_TOKEN_EOS) break;
         if (cb && cb->on_token) cb->on_token(cb->ud, token, next);
         token = next;
+        if (++pos >= steps) break;
+        if ((s = ml_forward(m, token, pos, err))) return s;
+        *n_pos = pos + 1;
+        if (cb && cb->on_logits) cb->on_logits(cb->ud, pos, m->s.logits, m->cfg.vocab);
     }
     return ML_OK;
 }

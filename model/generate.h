@@ -1,5 +1,6 @@
 /* The decoding loop shared by ml_run, the tests and the benchmark: feed the
- * prompt (teacher forcing), then sample until a stop token or `steps`. */
+ * prompt (ml_forward_batch: batched when the model was opened with a batch),
+ * then sample token by token until a stop token or `steps`. */
 #ifndef ML_GENERATE_H
 #define ML_GENERATE_H
 
@@ -10,7 +11,8 @@
 #define ML_TOKEN_EOS 2
 
 typedef struct {
-    /* Called for every position with its logits, before sampling. Optional. */
+    /* Called for every position with its logits, before sampling. Optional;
+     * with a batch, the model must be opened with all_logits. */
     void (*on_logits)(void *ud, int pos, const float *logits, int vocab);
     /* Called with each token that follows `prev` (forced or sampled), except
      * a final stop token. Optional. */
@@ -22,7 +24,8 @@ typedef struct {
  * Like llama2.c, runs `steps` positions and emits the token that follows
  * each (the last one is emitted, never fed); stops early when a sampled
  * token is BOS or EOS (llama2.c-trained models end a story with BOS).
- * *n_pos: positions run. */
+ * *n_pos: positions run. The prompt's forced tokens reach on_token after
+ * the prompt has run (with on_logits, each after its position's logits). */
 ml_status ml_generate(ml_model *m, ml_sampler *smp, const int *prompt, int n_prompt, int steps,
                       const ml_gen_callbacks *cb, int *n_pos, ml_err *err);
 

@@ -208,15 +208,39 @@ static ml_status map_weights(ml_model *m, ml_layer *layers, const char *path, ml
 /* ---- run state: one arena --------------------------------------------- */
 
 /* Each buffer's byte size; the arena is their sum after 64-byte rounding.
- * All factors are bounded by the header checks, so uint64 cannot overflow. */
-typedef struct { uint64_t n[17]; int count; uint64_t total; } plan;
+ * All factors are bounded by the header checks (the batch by the context),
+ * so uint64 cannot overflow. */
+typedef struct { uint64_t n[27]; int count; uint64_t total; } plan;
 
 static void plan_add(plan *p, uint64_t bytes) {
     p->n[p->count++] = bytes;
     p->total += (bytes + ML_ALIGN - 1) / ML_ALIGN * ML_ALIGN;
 }
 
-static ml_status carve_state(ml_model *m, ml_err *err) {
+/* The prompt batch's buffers (ml_batch_state), in field order; none when
+ * cap is 0. */
+static void plan_batch(plan *p, const ml_config *c, uint64_t cap, uint64_t widest, int all_logits) {
+    uint64_t F = sizeof(float);
+    if (!cap) return;
+    for (int i = 0; i < 5; i++) plan_add(p, cap * (uint64_t)c->dim * F); /* x .. branch_out */
+    plan_add(p, cap * (uint64_t)c->hidden_dim * F);                      /* ffn_gate */
+    plan_add(p, cap * (uint64_t)c->hidden_dim * F);                      /* ffn_up */
+    plan_add(p, cap * widest);                                           /* x_q8.q */
+    plan_add(p, cap * (widest / ML_QK) * F);                             /* x_q8.d */
+    if (all_logits) plan_add(p, cap * (uint64_t)c->vocab * F);           /* logits */
+}
+
+static void carve_batch(ml_model *m, const plan *p, int *i, int all_logits) {
+    ml_batch_state *b = &m->b;
+    if (!b->cap) return;
+    float **rows[] = {&b->x, &b->x_norm, &b->q, &b->attn_out, &b->branch_out, &b->ffn_gate, &b->ffn_up};
+    for (size_t k = 0; k < sizeof rows / sizeof *rows; k++) *rows[k] = ml_arena_alloc(&m->arena, p->n[(*i)++]);
+    b->x_q8.q = ml_arena_alloc(&m->arena, p->n[(*i)++]);
+    b->x_q8.d = ml_arena_alloc(&m->arena, p->n[(*i)++]);
+    if (all_logits) b->logits = ml_arena_alloc(&m->arena, p->n[(*i)++]);
+}
+
+static ml_status carve_state(ml_model *m, const ml_open_opts *opts, ml_err *err) {
     const ml_config *c = &m->cfg;
     uint64_t F = sizeof(float);
     uint64_t kv = (uint64_t)c->n_layers * (uint64_t)c->max_seq * (uint64_t)c->kv_dim * F;
@@ -240,6 +264,7 @@ static ml_status carve_state(ml_model *m, ml_err *err) {
     plan_add(&p, widest);                              /* x_q8.q */
     plan_add(&p, widest / ML_QK * F);                  /* x_q8.d */
     plan_add(&p, ml_sampler_scratch_bytes(c->vocab));  /* sampler */
+    plan_batch(&p, c, (uint64_t)m->b.cap, widest, opts->all_logits);
     if (p.total > (uint64_t)SIZE_MAX / 2)
         return ml_errf(err, ML_E_NOMEM, "arena: %llu bytes exceed this address space (cap the context with -c)",
                        (unsigned long long)p.total);
@@ -269,6 +294,7 @@ static ml_status carve_state(ml_model *m, ml_err *err) {
     st->x_q8.q = ml_arena_alloc(a, p.n[i++]);
     st->x_q8.d = ml_arena_alloc(a, p.n[i++]);
     st->sampler_scratch = ml_arena_alloc(a, p.n[i++]);
+    carve_batch(m, &p, &i, opts->all_logits);
     m->kv_bytes = (size_t)(2 * kv);
     return ML_OK;
 }
@@ -297,8 +323,13 @@ static ml_status open_loaded(ml_model *m, const char *path, const ml_open_opts *
     if (opts->max_seq < 0)
         return ml_errf(err, ML_E_ARG, "context: expected a positive length, got %d", opts->max_seq);
     if (opts->max_seq > 0 && opts->max_seq < m->cfg.max_seq) m->cfg.max_seq = opts->max_seq;
+    if (opts->batch < 0)
+        return ml_errf(err, ML_E_ARG, "batch: expected a token count >= 0, got %d", opts->batch);
+    /* A batch never holds more tokens than the context. */
+    m->b.cap = opts->batch <= 1 ? 0 : opts->batch < m->cfg.max_seq ? opts->batch : m->cfg.max_seq;
+    if (m->b.cap == 1) m->b.cap = 0;
     if ((s = map_weights(m, NULL, path, err))) return s;
-    if ((s = carve_state(m, err))) return s;
+    if ((s = carve_state(m, opts, err))) return s;
     if ((s = map_weights(m, m->w.layers, path, err))) return s;
     if ((s = ml_ops_init(&m->ops, opts->n_threads, err))) return s;
     fill_rope_tables(m);

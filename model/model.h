@@ -65,16 +65,35 @@ typedef struct {
     void *sampler_scratch; /* (vocab) sampler workspace, see sampler.h */
 } ml_state;
 
+/* The run state of a prompt batch (ml_forward_batch): ml_state's buffers,
+ * one row per token. cap = 0: none (the model was opened without a batch). */
+typedef struct {
+    int cap;           /* max tokens per batch: ml_open_opts.batch, at most max_seq */
+    float *x;          /* (cap, dim) residual streams */
+    float *x_norm;     /* (cap, dim) RMSNorm(x) */
+    float *q;          /* (cap, dim) queries */
+    float *attn_out;   /* (cap, dim) */
+    float *branch_out; /* (cap, dim) */
+    float *ffn_gate;   /* (cap, hidden_dim) */
+    float *ffn_up;     /* (cap, hidden_dim) */
+    ml_qbatch x_q8;    /* (cap, max(dim, hidden_dim)) Q8_0 of the next matmul's input */
+    float *logits;     /* (cap, vocab) every token's logits; NULL unless opened with all_logits */
+} ml_batch_state;
+
 typedef struct {
     int use_mmap;   /* 1: map the file (default); 0: read it into memory */
     int max_seq;    /* 0: the model's context; else cap the context (and KV cache) */
     int n_threads;  /* worker threads (THREADS=pthread builds), 1 otherwise */
+    int batch;      /* max tokens per ml_forward_batch step (capped at the context);
+                       0 or 1: no batch buffers, ml_forward_batch runs token by token */
+    int all_logits; /* with batch > 1: room for every token's logits of a batch */
 } ml_open_opts;
 
 typedef struct {
     ml_config cfg;
     ml_weights w;
     ml_state s;
+    ml_batch_state b;
     ml_file file;
     ml_arena arena;
     ml_ops ops;
@@ -94,5 +113,21 @@ void ml_model_close(ml_model *m);
 /* One decoding step: token at position pos -> m->s.logits. Logits that are
  * not finite (a damaged model whose weights overflow float32) are ML_E_FORMAT. */
 ml_status ml_forward(ml_model *m, int token, int pos, ml_err *err);
+
+/* Receives one token's logits from ml_forward_batch (vocab floats, valid
+ * during the call); a non-zero status stops the batch and is returned. */
+typedef ml_status (*ml_logits_fn)(void *ud, int pos, const float *logits, ml_err *err);
+
+/* A prompt: tokens[0..n) at positions pos0 .. pos0+n-1, their keys and values
+ * into the KV cache, in steps of m->b.cap tokens (the batch is split here;
+ * any n that fits the context is fine). The last token's logits go to
+ * m->s.logits, bit for bit those of ml_forward token by token; with `each`,
+ * every token's logits are passed to each() in order (needs a model opened
+ * with all_logits, or without a batch). A model opened without a batch runs
+ * ml_forward token by token. n < 1 or a prompt beyond the context is ML_E_ARG,
+ * checked, like the tokens, before anything runs; non-finite values are
+ * ML_E_FORMAT as in ml_forward. */
+ml_status ml_forward_batch(ml_model *m, const int *tokens, int n, int pos0, ml_logits_fn each, void *ud,
+                           ml_err *err);
 
 #endif

@@ -1,8 +1,8 @@
 /* The forward pass of DESIGN §6: one token at one position -> logits. */
-#include <math.h>
 #include <stddef.h>
 
 #include "config/ml_config.h"
+#include "model/forward_check.h"
 #include "model/model.h"
 
 ml_status ml_forward(ml_model *m, int token, int pos, ml_err *err) {
@@ -33,7 +33,7 @@ ml_status ml_forward(ml_model *m, int token, int pos, ml_err *err) {
         ml_attn_args at = {
             .q = s->q, .kc = kc, .vc = vc, .att = s->att_scores, .out = s->attn_out, .pos = pos,
             .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim,
-            .max_seq = c->max_seq,
+            .max_seq = c->max_seq, .n_tok = 1,
         };
         ml_op_attention(o, &at);
         ml_op_quantize(&s->x_q8, s->attn_out, dim);
@@ -49,21 +49,10 @@ ml_status ml_forward(ml_model *m, int token, int pos, ml_err *err) {
         ml_k_add(s->x, s->branch_out, dim);
     }
 
-    /* Finite weights can still overflow float32 (a damaged file); the
-     * quantizer would turn the Inf/NaN into plausible-looking logits. */
-    for (int i = 0; i < dim; i++)
-        if (!isfinite(s->x[i]))
-            return ml_errf(err, ML_E_FORMAT, "position %d: residual element %d is %g, not finite: "
-                           "the model's weights overflow float32", pos, i, (double)s->x[i]);
+    ml_status st = ml_check_residual(s->x, dim, pos, err);
+    if (st) return st;
     ml_k_rmsnorm(s->x, s->x, m->w.final_norm, dim, c->norm_eps);
     ml_op_quantize(&s->x_q8, s->x, dim);
     ml_op_matvec(o, s->logits, &m->w.wcls, &s->x_q8);
-    /* The final norm or the classifier can overflow too: no caller samples
-     * from, or benchmarks, logits that are not finite. */
-    for (int i = 0; i < c->vocab; i++)
-        if (!isfinite(s->logits[i]))
-            return ml_errf(err, ML_E_FORMAT,
-                           "position %d: logit %d is %g, not finite: the model's weights overflow float32",
-                           pos, i, (double)s->logits[i]);
-    return ML_OK;
+    return ml_check_logits(s->logits, c->vocab, pos, err);
 }

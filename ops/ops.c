@@ -30,10 +30,11 @@ static void item_rows(int rows, int i0, int i1, int *r0, int *r1) {
 
 /* ---- weight types: one row per type the ops can run -------------------- */
 
-/* The row-range matvec and the row dequantizer of each weight type, indexed
+/* The row-range matvec and matmul and the row dequantizer of each weight type, indexed
  * by ml_type (ggml's type-traits table): a type without a row has no kernel,
  * so it can never run another format's kernel over its bytes. */
 typedef void (*matvec_fn)(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1);
+typedef void (*matmul_fn)(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1);
 typedef void (*dequant_row_fn)(float *out, const ml_qtensor *W, int row);
 
 static void dequant_row_q8(float *out, const ml_qtensor *W, int row) {
@@ -59,10 +60,11 @@ static void dequant_row_q4(float *out, const ml_qtensor *W, int row) {
 
 static const struct {
     matvec_fn matvec;
+    matmul_fn matmul;
     dequant_row_fn dequant_row;
 } weight_types[] = {
-    [ML_TYPE_Q4_0] = {ml_k_matvec_q4, dequant_row_q4},
-    [ML_TYPE_Q8_0] = {ml_k_matvec_q8, dequant_row_q8},
+    [ML_TYPE_Q4_0] = {ml_k_matvec_q4, ml_k_matmul_q4, dequant_row_q4},
+    [ML_TYPE_Q8_0] = {ml_k_matvec_q8, ml_k_matmul_q8, dequant_row_q8},
 };
 
 int ml_op_type_supported(int type) {
@@ -82,35 +84,62 @@ static void matvec_rows(float *y, const ml_qtensor *W, const ml_qact *x, int r0,
     else fill_nan(y + r0, r1 - r0);
 }
 
-/* ---- batched matvec ---------------------------------------------------- */
+static void matmul_rows(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1) {
+    if (r0 >= r1) return;
+    if (ml_op_type_supported(W->type)) weight_types[W->type].matmul(Y, ldy, W, X, r0, r1);
+    else
+        for (int t = 0; t < X->n_tok; t++) fill_nan(Y + (size_t)t * (size_t)ldy + r0, r1 - r0);
+}
 
+/* ---- several matrices against the same activations ---------------------- */
+
+/* A region of matvec jobs (x) or matmul jobs (X): one walk over the items
+ * serves both. */
 typedef struct {
-    const ml_matvec_job *jobs;
+    const ml_matvec_job *mv;
+    const ml_matmul_job *mm;
     int n_jobs;
     const ml_qact *x;
-} matvecs_task;
+    const ml_qbatch *X;
+} jobs_task;
 
-/* The items of a batch are its jobs' items one job after the other; a range
- * may span several jobs. */
-static void matvecs_run(void *ctx, int i0, int i1) {
-    const matvecs_task *t = ctx;
+static const ml_qtensor *job_matrix(const jobs_task *t, int j) { return t->mv ? t->mv[j].W : t->mm[j].W; }
+
+static void job_rows(const jobs_task *t, int j, int r0, int r1) {
+    if (t->mv) matvec_rows(t->mv[j].y, t->mv[j].W, t->x, r0, r1);
+    else matmul_rows(t->mm[j].Y, t->mm[j].ldy, t->mm[j].W, t->X, r0, r1);
+}
+
+/* The items of a region are its jobs' items one job after the other; a
+ * range may span several jobs. */
+static void jobs_run(void *ctx, int i0, int i1) {
+    const jobs_task *t = ctx;
     for (int j = 0, base = 0; j < t->n_jobs && base < i1; j++) {
-        int rows = t->jobs[j].W->rows, n = row_items(rows);
+        int rows = job_matrix(t, j)->rows, n = row_items(rows);
         int a = i0 > base ? i0 - base : 0, b = i1 - base < n ? i1 - base : n;
         if (a < b) {
             int r0, r1;
             item_rows(rows, a, b, &r0, &r1);
-            matvec_rows(t->jobs[j].y, t->jobs[j].W, t->x, r0, r1);
+            job_rows(t, j, r0, r1);
         }
         base += n;
     }
 }
 
-void ml_op_matvecs(ml_ops *o, const ml_matvec_job *jobs, int n_jobs, const ml_qact *x) {
-    matvecs_task t = {jobs, n_jobs, x};
+static void jobs_region(ml_ops *o, const jobs_task *t) {
     int n = 0;
-    for (int j = 0; j < n_jobs; j++) n += row_items(jobs[j].W->rows);
-    ml_pool_run(o->pool, matvecs_run, &t, n);
+    for (int j = 0; j < t->n_jobs; j++) n += row_items(job_matrix(t, j)->rows);
+    ml_pool_run(o->pool, jobs_run, (void *)t, n);
+}
+
+void ml_op_matvecs(ml_ops *o, const ml_matvec_job *jobs, int n_jobs, const ml_qact *x) {
+    jobs_task t = {.mv = jobs, .n_jobs = n_jobs, .x = x};
+    jobs_region(o, &t);
+}
+
+void ml_op_matmuls(ml_ops *o, const ml_matmul_job *jobs, int n_jobs, const ml_qbatch *X) {
+    jobs_task t = {.mm = jobs, .n_jobs = n_jobs, .X = X};
+    jobs_region(o, &t);
 }
 
 void ml_op_matvec(ml_ops *o, float *y, const ml_qtensor *W, const ml_qact *x) {
@@ -120,24 +149,42 @@ void ml_op_matvec(ml_ops *o, float *y, const ml_qtensor *W, const ml_qact *x) {
 
 /* ---- SwiGLU up-projection ----------------------------------------------- */
 
+/* One token (x) or a batch (X, outputs (n_tok, W1->rows)). */
 typedef struct {
     float *g, *u;
     const ml_qtensor *W1, *W3;
     const ml_qact *x;
+    const ml_qbatch *X;
 } gate_up_task;
 
 static void gate_up_run(void *ctx, int i0, int i1) {
     const gate_up_task *t = ctx;
-    int r0, r1;
-    item_rows(t->W1->rows, i0, i1, &r0, &r1);
-    matvec_rows(t->g, t->W1, t->x, r0, r1);
-    matvec_rows(t->u, t->W3, t->x, r0, r1);
-    if (r1 > r0) ml_k_silu_mul(t->g + r0, t->u + r0, r1 - r0);
+    int r0, r1, ld = t->W1->rows;
+    item_rows(ld, i0, i1, &r0, &r1);
+    if (r1 <= r0) return;
+    if (!t->X) {
+        matvec_rows(t->g, t->W1, t->x, r0, r1);
+        matvec_rows(t->u, t->W3, t->x, r0, r1);
+        ml_k_silu_mul(t->g + r0, t->u + r0, r1 - r0);
+        return;
+    }
+    matmul_rows(t->g, ld, t->W1, t->X, r0, r1);
+    matmul_rows(t->u, ld, t->W3, t->X, r0, r1);
+    for (int k = 0; k < t->X->n_tok; k++) {
+        size_t at = (size_t)k * (size_t)ld + (size_t)r0;
+        ml_k_silu_mul(t->g + at, t->u + at, r1 - r0);
+    }
 }
 
 void ml_op_gate_up(ml_ops *o, float *g, float *u, const ml_qtensor *W1, const ml_qtensor *W3,
                    const ml_qact *x) {
-    gate_up_task t = {g, u, W1, W3, x};
+    gate_up_task t = {g, u, W1, W3, x, NULL};
+    ml_pool_run(o->pool, gate_up_run, &t, row_items(W1->rows));
+}
+
+void ml_op_gate_up_batch(ml_ops *o, float *G, float *U, const ml_qtensor *W1, const ml_qtensor *W3,
+                         const ml_qbatch *X) {
+    gate_up_task t = {G, U, W1, W3, NULL, X};
     ml_pool_run(o->pool, gate_up_run, &t, row_items(W1->rows));
 }
 
@@ -148,6 +195,37 @@ void ml_op_quantize(ml_qact *out, const float *x, int k) {
     ml_k_quantize_q8(out, x, k);
 }
 
+/* ---- per-token norm and quantization of a batch, split by token --------- */
+
+typedef struct {
+    ml_qbatch *out;
+    const float *x, *norm_w;
+    float *normed;
+    float eps;
+} quantize_task;
+
+static void quantize_run(void *ctx, int t0, int t1) {
+    const quantize_task *t = ctx;
+    size_t k = (size_t)t->out->n;
+    for (int i = t0; i < t1; i++) {
+        const float *src = t->x + (size_t)i * k;
+        if (t->norm_w) {
+            ml_k_rmsnorm(t->normed + (size_t)i * k, src, t->norm_w, (int)k, t->eps);
+            src = t->normed + (size_t)i * k;
+        }
+        ml_qact q = ml_qbatch_token(t->out, i);
+        ml_k_quantize_q8(&q, src, (int)k);
+    }
+}
+
+void ml_op_quantize_batch(ml_ops *o, ml_qbatch *out, const float *x, int k, int n_tok, const float *norm_w,
+                          float eps, float *normed) {
+    out->n = k;
+    out->n_tok = n_tok;
+    quantize_task t = {out, x, norm_w, normed, eps};
+    ml_pool_run(o->pool, quantize_run, &t, n_tok);
+}
+
 void ml_op_dequant_row(float *out, const ml_qtensor *W, int row) {
     if (ml_op_type_supported(W->type)) weight_types[W->type].dequant_row(out, W, row);
     else fill_nan(out, W->cols);
@@ -155,22 +233,27 @@ void ml_op_dequant_row(float *out, const ml_qtensor *W, int row) {
 
 /* ---- attention, split by head ------------------------------------------ */
 
-/* Items are heads. */
+/* Items are heads; a head runs its tokens in order through its own row of
+ * the scores scratch. */
 static void attention_run(void *ctx, int h0, int h1) {
     const ml_attn_args *a = ctx;
-    int hd = a->head_dim, kv_dim = a->n_kv_heads * hd;
+    int hd = a->head_dim, kv_dim = a->n_kv_heads * hd, dim = a->n_heads * hd;
     int group = a->n_heads / a->n_kv_heads; /* query heads per KV head (GQA) */
+    int n_tok = a->n_tok > 1 ? a->n_tok : 1;
     float scale = sqrtf((float)hd);
     for (int h = h0; h < h1; h++) {
-        const float *qh = a->q + h * hd;
         float *att = a->att + (size_t)h * a->max_seq;
         int kvo = (h / group) * hd;
-        for (int t = 0; t <= a->pos; t++)
-            att[t] = ml_k_dot_f32(qh, a->kc + (size_t)t * kv_dim + kvo, hd) / scale;
-        ml_k_softmax(att, a->pos + 1);
-        float *oh = a->out + h * hd;
-        memset(oh, 0, (size_t)hd * sizeof *oh);
-        for (int t = 0; t <= a->pos; t++) ml_k_axpy_f32(oh, att[t], a->vc + (size_t)t * kv_dim + kvo, hd);
+        for (int i = 0; i < n_tok; i++) {
+            const float *qh = a->q + (size_t)i * dim + h * hd;
+            int pos = a->pos + i;
+            for (int t = 0; t <= pos; t++)
+                att[t] = ml_k_dot_f32(qh, a->kc + (size_t)t * kv_dim + kvo, hd) / scale;
+            ml_k_softmax(att, pos + 1);
+            float *oh = a->out + (size_t)i * dim + h * hd;
+            memset(oh, 0, (size_t)hd * sizeof *oh);
+            for (int t = 0; t <= pos; t++) ml_k_axpy_f32(oh, att[t], a->vc + (size_t)t * kv_dim + kvo, hd);
+        }
     }
 }
 

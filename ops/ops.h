@@ -1,8 +1,9 @@
 /* Thin dispatch over the ml_k_* kernels: picks the kernel for a tensor's
- * type and shares work out over the thread pool (DESIGN §6): matvec rows
- * in items of 16 (a multiple of 4), attention by head, each item taken by
+ * type and shares work out over the thread pool (DESIGN §6): matvec and
+ * matmul rows in items of 16 (a multiple of 4), attention by head, a
+ * prompt batch's norms and quantization by token, each item taken by
  * whichever thread is free. Every schedule gives bit-identical results,
- * because each row and each head is computed the same way whoever runs it. */
+ * because each row, head and token is computed the same way whoever runs it. */
 #ifndef ML_OPS_H
 #define ML_OPS_H
 
@@ -34,25 +35,52 @@ typedef struct {
 void ml_op_matvecs(ml_ops *o, const ml_matvec_job *jobs, int n_jobs, const ml_qact *x);
 void ml_op_matvec(ml_ops *o, float *y, const ml_qtensor *W, const ml_qact *x);
 
+/* One matrix against every token of a prompt batch: Y[t*ldy + r] = W[r,:] . X[t]
+ * for t < X->n_tok, every row r; each element the matvec's, bit for bit. */
+typedef struct {
+    float *Y;              /* (X->n_tok, ldy), ldy >= W->rows */
+    int ldy;
+    const ml_qtensor *W;
+} ml_matmul_job;
+
+/* Every job against the same batch, in one parallel region (rows split in
+ * the matvecs' items, so each item reads its weights once for all tokens). */
+void ml_op_matmuls(ml_ops *o, const ml_matmul_job *jobs, int n_jobs, const ml_qbatch *X);
+
 /* The SwiGLU up-projection in one region: g = silu(W1 x) * (W3 x); u is
  * scratch (W3->rows). Each thread applies silu_mul to the rows it made. */
 void ml_op_gate_up(ml_ops *o, float *g, float *u, const ml_qtensor *W1, const ml_qtensor *W3,
                    const ml_qact *x);
 
+/* The same for every token of a batch: G and U are (X->n_tok, W1->rows). */
+void ml_op_gate_up_batch(ml_ops *o, float *G, float *U, const ml_qtensor *W1, const ml_qtensor *W3,
+                         const ml_qbatch *X);
+
 /* out = Q8_0(x), k a multiple of 32. */
 void ml_op_quantize(ml_qact *out, const float *x, int k);
+
+/* Per token of a batch: out[t] = Q8_0(x[t*k .. t*k+k)), or with norm_w set
+ * Q8_0(RMSNorm(x[t]) * norm_w) through `normed` ((n_tok, k) scratch, which
+ * keeps the normed rows). out->n = k, out->n_tok = n_tok. Tokens are shared
+ * out over the pool; each is the single-token op's result, bit for bit. */
+void ml_op_quantize_batch(ml_ops *o, ml_qbatch *out, const float *x, int k, int n_tok, const float *norm_w,
+                          float eps, float *normed);
 
 /* out = row `row` of W, dequantized to float (the embedding lookup). */
 void ml_op_dequant_row(float *out, const ml_qtensor *W, int row);
 
-/* Multi-head attention over positions 0..pos of one layer's KV cache. */
+/* Causal multi-head attention of n_tok tokens at positions pos .. pos+n_tok-1
+ * (0 is taken as 1: one token): token t attends to positions 0..pos+t of one
+ * layer's KV cache, which holds every token of the batch already. Items are
+ * heads; each (token, head) is computed exactly as for that token alone. */
 typedef struct {
-    const float *q;   /* (n_heads, head_dim) */
+    const float *q;   /* (n_tok, n_heads, head_dim) */
     const float *kc;  /* (max_seq, kv_dim) keys of this layer */
     const float *vc;  /* (max_seq, kv_dim) values of this layer */
     float *att;       /* (n_heads, max_seq) scores scratch */
-    float *out;       /* (n_heads, head_dim) */
+    float *out;       /* (n_tok, n_heads, head_dim) */
     int pos, n_heads, n_kv_heads, head_dim, max_seq;
+    int n_tok;
 } ml_attn_args;
 void ml_op_attention(ml_ops *o, const ml_attn_args *a);
 

@@ -55,7 +55,7 @@ expect "unknown option" 2 "unknown option '--bogus'" "${OK[@]}" --bogus
 expect "unknown option with a value after it" 2 "unknown option '-x'" "${OK[@]}" -x 5
 expect "unknown last option is unknown, not 'needs a value'" 2 "unknown option '--frobnicate'" "${OK[@]}" --frobnicate
 expect "stray argument" 2 "unexpected argument 'extra'" "${OK[@]}" extra
-for o in -m -z -i -n --temp --top-p -s -t -c --logits --ids; do
+for o in -m -z -i -n --temp --top-p -s -t -c -b --logits --ids; do
     expect "option $o without a value" 2 "option $o needs a value" "${OK[@]}" "$o"
 done
 for v in -1 abc "" 1.5 0x10 " -3" 99999999999999999999; do
@@ -76,6 +76,10 @@ done
 for v in 0 -5 abc ""; do
     expect "-c '$v'" 2 "-c: expected a context length >= 1, got '$v'" "${OK[@]}" -c "$v"
 done
+for v in 0 -1 abc 1.5 "" 1048577 99999999999999999999; do
+    expect "-b '$v'" 2 "-b: expected a prompt batch size in 1..1048576, got '$v'" "${OK[@]}" -b "$v"
+done
+expect "-b above the context is capped at it" 0 "prompt batch 64;" "${OK[@]}" -b 1048576 -n 8
 expect "-n beyond the context" 2 "-n 65 exceeds the context of 64 tokens" "${OK[@]}" -n 65
 expect "-n beyond a -c context" 2 "-n 32 exceeds the context of 16 tokens" "${OK[@]}" -c 16 -n 32
 long=$(printf 'the %.0s' $(seq 1 200))

@@ -20,6 +20,11 @@ void *__wrap_realloc(void *p, size_t n) { n_allocs++; return __real_realloc(p, n
 void *__wrap_aligned_alloc(size_t a, size_t n) { n_allocs++; return __real_aligned_alloc(a, n); }
 
 typedef struct { const ml_tokenizer *tok; size_t bytes; } sink;
+static void on_logits(void *ud, int pos, const float *logits, int vocab) {
+    sink *s = ud;
+    s->bytes += (size_t)(pos >= 0 && vocab > 0 && logits[0] == logits[0]);
+}
+
 static void on_token(void *ud, int prev, int token) {
     sink *s = ud;
     size_t len = 0;
@@ -35,13 +40,15 @@ int ml_main(int argc, char **argv) {
     if (fd < 0) return tl_summary();
     close(fd);
 
-    for (int wt = 0; wt < 2; wt++) {
+    /* Token by token, and with a batched prompt (every position's logits). */
+    for (int run = 0; run < 4; run++) {
+        int wt = run % 2, batch = run < 2 ? 0 : 2;
         int wtype = wt ? ML_TYPE_Q4_0 : ML_TYPE_Q8_0;
         ml_mlb_header h = ml_mlb_make_header(64, 2, 4, 2, 96, 512, 128, (uint32_t)wtype, 1);
         ml_model m;
         ml_err err = {{0}};
         CHECK(ml_mlb_random_write(path, &h, 7, &err) == ML_OK, "write model: %s", err.msg);
-        ml_open_opts oo = {.use_mmap = 1, .n_threads = 1};
+        ml_open_opts oo = {.use_mmap = 1, .n_threads = 1, .batch = batch, .all_logits = 1};
         ml_status s = ml_model_open(&m, path, &oo, &err);
         CHECK(s == ML_OK, "open: %s", err.msg);
         if (s) continue;
@@ -57,15 +64,15 @@ int ml_main(int argc, char **argv) {
         ml_sampler_init(&smp, 512, 0.9f, 0.9f, 42, m.s.sampler_scratch);
         int prompt[3] = {1, 200, 300};
         sink sk = {have_tok ? &tok : NULL, 0};
-        ml_gen_callbacks cb = {.on_token = on_token, .ud = &sk};
+        ml_gen_callbacks cb = {.on_logits = on_logits, .on_token = on_token, .ud = &sk};
         int n_pos = 0;
         long before = n_allocs;
         s = ml_generate(&m, &smp, prompt, 3, 128, &cb, &n_pos, &err);
         long during = n_allocs - before;
         CHECK(s == ML_OK, "generate: %s", err.msg);
         CHECK(n_pos > 3, "generated %d positions", n_pos);
-        CHECK(during == 0, "%s: %ld allocations during generation, expected 0",
-              wt ? "Q4_0" : "Q8_0", during);
+        CHECK(during == 0, "%s -b %d: %ld allocations during generation, expected 0",
+              wt ? "Q4_0" : "Q8_0", batch, during);
         /* Plain multinomial and greedy paths too. */
         before = n_allocs;
         ml_sampler_init(&smp, 512, 1.0f, 1.0f, 3, m.s.sampler_scratch);
@@ -81,7 +88,10 @@ int ml_main(int argc, char **argv) {
             ml_tokenizer_free(&tok);
         }
         ml_model_close(&m);
-        GROUP_DONE(wt ? "no allocation after load (Q4_0)" : "no allocation after load (Q8_0)", 0);
+        char what[64];
+        snprintf(what, sizeof what, "no allocation after load (%s%s)", wt ? "Q4_0" : "Q8_0",
+                 batch ? ", batched prompt" : "");
+        GROUP_DONE(what, 0);
     }
     unlink(path);
     return tl_summary();
