@@ -4,6 +4,7 @@
  * divergence, top-1 agreement, PPL ratio. Prints and exits; the arithmetic
  * and the KL base file format are in app/perplexity.c. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,9 +36,8 @@ static void usage(FILE *f) {
             "  -z FILE          llama2.c tokenizer.bin matching the model's vocab\n"
             "  -f FILE          UTF-8 text to score\n"
             "  -c N             tokens per chunk, >= 4 (default: the model's context, at most %d)\n"
-            "  -b N             positions per evaluation batch (default: -c). Results do not\n"
-            "                   depend on it; this build has no batched prefill yet, so each\n"
-            "                   batch is evaluated token by token\n"
+            "  -b N             positions per evaluation batch (default: -c; 1 = token by\n"
+            "                   token). Results are the same bit for bit for every N\n"
             "  -t N             threads (default 1; THREADS=pthread builds)\n"
             "  --kl-base FILE   if FILE exists: compare with the logits saved in it (mean KL\n"
             "                   divergence, top-1 agreement, PPL ratio); if not: save this\n"
@@ -142,7 +142,7 @@ typedef struct {
     ml_model *m;
     const int *tokens;
     ml_ppl_layout l;
-    int batch;
+    int chunk;           /* the chunk being scored */
     kl_mode mode;
     FILE *kl;
     const char *kl_name; /* for messages: the file as the user named it */
@@ -151,11 +151,10 @@ typedef struct {
     long agree, scored;
 } scorer;
 
-/* Score the model's current logits, which predict target; record: the
- * index of this position among all scored ones (the KL base's record). */
-static ml_status score(scorer *s, long record, int target, ml_err *err) {
+/* Score logits, which predict target; record: the index of this position
+ * among all scored ones (the KL base's record). */
+static ml_status score(scorer *s, const float *logits, long record, int target, ml_err *err) {
     const int vocab = s->m->cfg.vocab;
-    const float *logits = s->m->s.logits;
     double lse = ml_logsumexp(logits, vocab);
     ml_mean_add(&s->nll, lse - logits[target]);
     s->scored++;
@@ -172,22 +171,20 @@ static ml_status score(scorer *s, long record, int target, ml_err *err) {
     return ML_OK;
 }
 
-/* One chunk: positions 0 .. ctx-2 (the last token is only a target), in
- * batches of s->batch positions. Batched prefill (issue 11) will evaluate a
- * batch in one call; until then each position is its own forward step. */
-static ml_status run_chunk(scorer *s, int c, ml_err *err) {
+/* Each position's logits from ml_forward_batch: the second half is scored. */
+static ml_status score_position(void *ud, int pos, const float *logits, ml_err *err) {
+    scorer *s = ud;
     const ml_ppl_layout *l = &s->l;
-    const int *tok = s->tokens + (long)c * l->ctx;
-    for (int pos0 = 0; pos0 < l->ctx - 1; pos0 += s->batch) {
-        int end = pos0 + s->batch < l->ctx - 1 ? pos0 + s->batch : l->ctx - 1;
-        for (int pos = pos0; pos < end; pos++) {
-            ml_status st = ml_forward(s->m, tok[pos], pos, err);
-            if (!st && pos >= l->first)
-                st = score(s, (long)c * l->n_scored + (pos - l->first), tok[pos + 1], err);
-            if (st) return st;
-        }
-    }
-    return ML_OK;
+    if (pos < l->first) return ML_OK;
+    const int *tok = s->tokens + (long)s->chunk * l->ctx;
+    return score(s, logits, (long)s->chunk * l->n_scored + (pos - l->first), tok[pos + 1], err);
+}
+
+/* One chunk: positions 0 .. ctx-2 (the last token is only a target), in
+ * batches of -b positions (the model was opened with that batch). */
+static ml_status run_chunk(scorer *s, int c, ml_err *err) {
+    s->chunk = c;
+    return ml_forward_batch(s->m, s->tokens + (long)c * s->l.ctx, s->l.ctx - 1, 0, score_position, s, err);
 }
 
 static double ppl_of(const ml_mean_acc *nll) { return exp(ml_mean(nll)); }
@@ -250,7 +247,9 @@ int ml_main(int argc, char **argv) {
     ml_model m;
     ml_tokenizer tok;
     ml_status st;
-    ml_open_opts oo = {.use_mmap = 1, .max_seq = (int)(o.ctx ? o.ctx : DEFAULT_CTX), .n_threads = (int)o.threads};
+    /* Every position's logits, -b at a time (a batch above the context is capped at it). */
+    ml_open_opts oo = {.use_mmap = 1, .max_seq = (int)(o.ctx ? o.ctx : DEFAULT_CTX), .n_threads = (int)o.threads,
+                       .batch = o.batch ? (int)o.batch : INT_MAX, .all_logits = 1};
     if ((st = ml_model_open(&m, o.model, &oo, &err))) return fail("loading the model", st, &err);
     if ((st = ml_tokenizer_load(&tok, o.tokenizer, m.cfg.vocab, &err))) {
         ml_model_close(&m);
@@ -279,7 +278,6 @@ int ml_main(int argc, char **argv) {
     }
     s.tokens = tokens;
     s.l = ml_ppl_layout_of(n_tokens, m.cfg.max_seq);
-    s.batch = (int)(o.batch && o.batch < s.l.ctx ? o.batch : s.l.ctx);
     if (s.l.n_chunks == 0) {
         fprintf(stderr, "ml_perplexity: the text '%s' is %d tokens, fewer than one chunk of %d (use a smaller -c)\n",
                 o.text, n_tokens, s.l.ctx);

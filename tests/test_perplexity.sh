@@ -37,10 +37,17 @@ n=$(grep -c '^\[[0-9]*/12\] PPL ' "$tmp/out")
 last=$(grep '^\[12/12\] PPL ' "$tmp/out" | cut -d' ' -f3)
 if [ "$n" -eq 12 ] && [[ "$GOLDEN_PPL" == "PPL = $last "* ]]; then ok "a running value per chunk, the last one the final PPL"
 else bad "running values: $n lines, last '$last'"; fi
-for b in 1 7; do
-    run "${OK[@]}" -b $b
+# Batched prefill: every -b gives the logits of -b 1 (token by token) bit
+# for bit, compared through the KL base file (every scored position's logits).
+for b in 1 7 32 1000; do
+    run "${OK[@]}" -b $b --kl-base "$tmp/b$b.kl"
     if [ "$(ppl_line)" = "$GOLDEN_PPL" ]; then ok "-b $b: the same figure"; else bad "-b $b: '$(ppl_line)'"; fi
 done
+run "${OK[@]}" --kl-base "$tmp/bdefault.kl"
+if [ -s "$tmp/b1.kl" ] && cmp -s "$tmp/b1.kl" "$tmp/b7.kl" && cmp -s "$tmp/b1.kl" "$tmp/b32.kl" &&
+    cmp -s "$tmp/b1.kl" "$tmp/b1000.kl" && cmp -s "$tmp/b1.kl" "$tmp/bdefault.kl"; then
+    ok "-b 7/32/1000/default: every scored position's logits bit-identical to -b 1"
+else bad "-b 7/32/1000/default: logits differ from -b 1"; fi
 run --cpu-info
 if [ $? -eq 0 ] && grep -q '^  this binary : ' "$tmp/out"; then ok "--cpu-info: the ISA guard's report (app/main_guard.c)"
 else bad "--cpu-info: no guard report"; fi
