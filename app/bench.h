@@ -2,7 +2,7 @@
  *   bench_measure.c  timing, medians, large aligned buffers
  *   bench_kernels.c  kernel figures at the matrix shapes of real models
  *   bench_bw.c       the memory read bandwidth (the bound of a large model)
- *   bench_model.c    model decode figures, for a .mlb or a named shape
+ *   bench_model.c    model decode and prompt figures, for a .mlb or a named shape
  * Lines starting with "#row" are for tools/bench_all.sh, which sets builds
  * side by side, and tools/bench_vs_llamacpp.py, which sets us beside
  * llama-bench. */
@@ -19,6 +19,7 @@ typedef struct {
     int wtypes[2], n_wtypes;
     int threads[8], n_threads;
     int tokens, reps, kernels, model, use_mmap, bw;
+    int prompt, batch; /* -p: prompt tokens (0: no prompt figure); -b: prompt tokens per batch */
 } ml_bench_opts;
 
 /* ---- bench_measure.c ---- */

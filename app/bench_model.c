@@ -1,6 +1,7 @@
 /* ml_bench's model figures: decode tok/s, ms/token, effective GB/s of
- * weights streamed and resident memory, per thread count, for a .mlb (-m) or
- * for random weights built in memory at a named shape (--shape). */
+ * weights streamed and resident memory, and prompt tok/s (a -p token prompt
+ * through ml_forward_batch, -b tokens per batch), per thread count, for a
+ * .mlb (-m) or for random weights built in memory at a named shape (--shape). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,11 +38,44 @@ static double decode_seconds(ml_model *m, int tokens) {
     return ml_cli_now() - t0;
 }
 
+/* A prompt of n tokens from position 0 in batches (llama-bench's pp). */
+static double prompt_seconds(ml_model *m, const int *tokens, int n) {
+    ml_err err;
+    double t0 = ml_cli_now();
+    if (ml_forward_batch(m, tokens, n, 0, NULL, NULL, &err)) return -1;
+    return ml_cli_now() - t0;
+}
+
+/* The prompt figure and its #row line, beside the decode figure. */
+static int bench_prompt(const ml_bench_opts *o, ml_model *m, const char *label, const char *tn, int nth) {
+    int n = o->prompt < m->cfg.max_seq ? o->prompt : m->cfg.max_seq;
+    int *tokens = malloc((size_t)n * sizeof *tokens);
+    if (!tokens) {
+        fprintf(stderr, "ml_bench: out of memory for a %d-token prompt\n", n);
+        return ML_EXIT_FAIL;
+    }
+    /* BOS, then tokens spread over the vocabulary (the weights do not care which). */
+    for (int i = 0; i < n; i++) tokens[i] = i ? (int)((1 + 7919u * (unsigned)i) % (unsigned)m->cfg.vocab) : 1;
+    prompt_seconds(m, tokens, n < 8 ? n : 8); /* warm caches */
+    double t[64];
+    for (int r = 0; r < o->reps; r++) t[r] = prompt_seconds(m, tokens, n);
+    free(tokens);
+    ml_bench_stats st = ml_bench_summarize(t, o->reps);
+    if (st.lo < 0) {
+        fprintf(stderr, "ml_bench: %s: the prompt failed\n", label);
+        return ML_EXIT_FAIL;
+    }
+    printf("  %-12s %s  %dT  %8.1f tok/s  pp%d, -b %d  (%.1f-%.1f tok/s)\n", label, tn, nth, n / st.med, n,
+           m->b.cap > 1 ? m->b.cap : 1, n / st.hi, n / st.lo);
+    printf("#row pp%d %s %s_%s_%dT %.2f\n", n, ML_ISA_NAME, label, tn, nth, n / st.med);
+    return ML_EXIT_OK;
+}
+
 static int bench_model(const ml_bench_opts *o, const ml_bench_bw *bw, const char *label, const void *data,
                        size_t size, int nth) {
     ml_model m;
     ml_err err = {{0}};
-    ml_open_opts oo = {.use_mmap = o->use_mmap, .n_threads = nth};
+    ml_open_opts oo = {.use_mmap = o->use_mmap, .n_threads = nth, .batch = o->batch};
     ml_status s = data ? ml_model_open_buffer(&m, data, size, label, &oo, &err)
                        : ml_model_open(&m, o->model_path, &oo, &err);
     if (s) {
@@ -71,9 +105,10 @@ static int bench_model(const ml_bench_opts *o, const ml_bench_bw *bw, const char
             printf("  %-12s read bandwidth not measured: no memory for its 1 GiB buffer\n", label);
     }
     printf("#row model %s %s_%s_%dT %.2f\n", ML_ISA_NAME, label, tn, nth, tps);
+    int rc = o->prompt ? bench_prompt(o, &m, label, tn, nth) : ML_EXIT_OK;
     fflush(stdout);
     ml_model_close(&m);
-    return ML_EXIT_OK;
+    return rc;
 }
 
 /* A named shape's .mlb image with random weights (model/mlb_random.h), in a

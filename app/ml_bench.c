@@ -20,14 +20,17 @@ static void usage(FILE *f) {
             "  -m FILE          benchmark this .mlb instead (weights mapped, or --no-mmap)\n"
             "  --wtype T        q8_0 | q4_0 | both (default both)\n"
             "  -t LIST          thread counts, e.g. 1,2 (default 1; >1 needs THREADS=pthread)\n"
-            "  --tokens N       tokens decoded per run from position 0 (default 128)\n"
+            "  --tokens N       tokens decoded per run from position 0 (default 128): tg128\n"
+            "  -p N             prompt tokens per run from position 0, in batches (default 128):\n"
+            "                   pp128, as llama-bench -p 128; 0 = no prompt figure\n"
+            "  -b N             prompt tokens per batch (default %d, as ml_run; 1 = token by token)\n"
             "  --reps N         runs per figure, median reported (default 5)\n"
             "  --kernels-only / --model-only\n"
             "  --no-mmap        with -m: read the file into memory\n"
             "  --bw             after each model figure, the memory read bandwidth with as\n"
             "                   many threads (1 GiB buffer) and the figure's share of it\n"
             "build: %s\n",
-            ML_ISA_NAME);
+            ML_RUN_DEFAULT_BATCH, ML_ISA_NAME);
 }
 
 static int bad(const char *what, const char *v) {
@@ -39,7 +42,7 @@ static int bad(const char *what, const char *v) {
 static int parse(int argc, char **argv, ml_bench_opts *o) {
     *o = (ml_bench_opts){.shape = "stories15M", .wtypes = {ML_TYPE_Q8_0, ML_TYPE_Q4_0}, .n_wtypes = 2,
                    .threads = {1}, .n_threads = 1, .tokens = 128, .reps = 5, .kernels = 1, .model = 1,
-                   .use_mmap = 1};
+                   .use_mmap = 1, .prompt = 128, .batch = ML_RUN_DEFAULT_BATCH};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         long n;
@@ -48,7 +51,7 @@ static int parse(int argc, char **argv, ml_bench_opts *o) {
         if (!strcmp(a, "--model-only")) { o->kernels = 0; continue; }
         if (!strcmp(a, "--no-mmap")) { o->use_mmap = 0; continue; }
         if (!strcmp(a, "--bw")) { o->bw = 1; continue; }
-        static const char *const valued[] = {"--shape", "-m", "--wtype", "-t", "--tokens", "--reps"};
+        static const char *const valued[] = {"--shape", "-m", "--wtype", "-t", "--tokens", "--reps", "-p", "-b"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(a, valued[k]);
         if (!known) return bad("unknown option", a);
@@ -77,6 +80,12 @@ static int parse(int argc, char **argv, ml_bench_opts *o) {
         } else if (!strcmp(a, "--tokens")) {
             if (!ml_cli_int(v, 1, 1 << 20, &n)) return bad("--tokens: expected a count >= 1", v);
             o->tokens = (int)n;
+        } else if (!strcmp(a, "-p")) {
+            if (!ml_cli_int(v, 0, 1 << 20, &n)) return bad("-p: expected a prompt length >= 0", v);
+            o->prompt = (int)n;
+        } else if (!strcmp(a, "-b")) {
+            if (!ml_cli_int(v, 1, ML_CLI_MAX_BATCH, &n)) return bad("-b: expected a prompt batch size >= 1", v);
+            o->batch = (int)n;
         } else if (!strcmp(a, "--reps")) {
             if (!ml_cli_int(v, 1, 64, &n)) return bad("--reps: expected 1..64", v);
             o->reps = (int)n;
@@ -99,7 +108,9 @@ int ml_main(int argc, char **argv) {
         if (rc) return rc;
     }
     if (!o.model) return ML_EXIT_OK;
-    printf("model decode, %d tokens from position 0:\n", o.tokens);
+    printf("model decode, %d tokens from position 0", o.tokens);
+    if (o.prompt) printf("; prompt (pp), %d tokens from position 0 in batches of %d", o.prompt, o.batch);
+    printf(":\n");
     ml_bench_bw bw = {NULL};
     if (o.bw) ml_bench_bw_init(&bw); /* without the buffer, each figure says so */
     rc = ml_bench_models(&o, &bw, &rng);

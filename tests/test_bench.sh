@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ml_bench (DESIGN §7) as a user runs it: kernel and model figures in the
 # documented format, every option value checked (exit 2 and the option's
-# name for a bad one), a .mlb given with -m, --bw's share of the read
+# name for a bad one), the prompt figure (-p, -b), a .mlb given with -m, --bw's share of the read
 # bandwidth, and -t N refused by a THREADS=1 build. Speed is never asserted:
 # only that each figure is a positive number.
 # env: BUILD (default build/scalar), PYTHON, RUNNER (e.g. valgrind or qemu)
@@ -43,6 +43,9 @@ expect "-t nine counts" 2 "-t: expected" -t 1,1,1,1,1,1,1,1,1
 expect "--tokens 0" 2 "--tokens: expected" --tokens 0
 expect "--reps 65" 2 "--reps: expected" --reps 65
 expect "--reps not a number" 2 "--reps: expected" --reps 3x
+expect "-p -1" 2 "-p: expected" -p -1
+expect "-b 0" 2 "-b: expected" -b 0
+expect "-b not a number" 2 "-b: expected" -b 8x
 expect "-m missing file" 1 "no_such.mlb" --model-only -m "$tmp/no_such.mlb"
 
 run --help
@@ -66,25 +69,39 @@ model_line() {
     grep -qE "^  $label +$t +${n}T +[0-9.]+ tok/s +[0-9.]*[1-9][0-9.]* ms/token +[0-9.]+ GB/s +RSS" "$f" &&
         grep -qE "^#row model [a-z0-9_]+ ${label}_${t}_${n}T [0-9.]+$" "$f"
 }
+# prompt_line FILE LABEL TYPE THREADS P B: the prompt figure (pP at -b B) and its #row line.
+prompt_line() {
+    local f=$1 label=$2 t=$3 n=$4 p=$5 b=$6
+    grep -qE "^  $label +$t +${n}T +[0-9.]*[1-9][0-9.]* tok/s +pp$p, -b $b +\(" "$f" &&
+        grep -qE "^#row pp$p [a-z0-9_]+ ${label}_${t}_${n}T [0-9.]*[1-9][0-9.]*$" "$f"
+}
 
-# ---- model decode at a named shape ----------------------------------------
-run --model-only --shape stories15M --wtype q8_0 --tokens 2 --reps 1
-if [ $? -eq 0 ] && model_line "$tmp/out" stories15M q8_0 1 && ! grep -q '^  matvec' "$tmp/out"; then
-    ok "--model-only --shape stories15M: decode figures and a #row line"
+# ---- model decode and prompt at a named shape ---------------------------------
+run --model-only --shape stories15M --wtype q8_0 --tokens 2 --reps 1 -p 8 -b 3
+if [ $? -eq 0 ] && model_line "$tmp/out" stories15M q8_0 1 && prompt_line "$tmp/out" stories15M q8_0 1 8 3 &&
+    ! grep -q '^  matvec' "$tmp/out"; then
+    ok "--model-only --shape stories15M -p 8 -b 3: decode and prompt figures, each with a #row line"
 else
     bad "--model-only: $(head -c 400 "$tmp/out") $(head -c 200 "$tmp/err")"
+fi
+run --model-only --shape stories15M --wtype q8_0 --tokens 2 --reps 1 -p 0
+if [ $? -eq 0 ] && model_line "$tmp/out" stories15M q8_0 1 && ! grep -q "pp\|#row pp" "$tmp/out"; then
+    ok "-p 0: no prompt figure"
+else
+    bad "-p 0: $(head -c 400 "$tmp/out")"
 fi
 
 # ---- threads: -t 2 needs THREADS=pthread ------------------------------------
 if [[ $BUILD == *pthread* ]]; then
-    run --model-only --shape stories15M --wtype q4_0 --tokens 2 --reps 1 -t 1,2
-    if [ $? -eq 0 ] && model_line "$tmp/out" stories15M q4_0 1 && model_line "$tmp/out" stories15M q4_0 2; then
+    run --model-only --shape stories15M --wtype q4_0 --tokens 2 --reps 1 -t 1,2 -p 4
+    if [ $? -eq 0 ] && model_line "$tmp/out" stories15M q4_0 1 && model_line "$tmp/out" stories15M q4_0 2 &&
+        prompt_line "$tmp/out" stories15M q4_0 2 4 64; then
         ok "-t 1,2: one line per thread count"
     else
         bad "-t 1,2: $(head -c 400 "$tmp/out") $(head -c 200 "$tmp/err")"
     fi
 else
-    expect "-t 2 on a THREADS=1 build" 1 "THREADS=1" --model-only --tokens 2 --reps 1 -t 2
+    expect "-t 2 on a THREADS=1 build" 1 "THREADS=1" --model-only --tokens 2 --reps 1 -t 2 -p 4
 fi
 
 # ---- --bw: the read bandwidth after each model figure, and the share -------
@@ -93,7 +110,7 @@ fi
 if [ -n "$RUNNER" ]; then
     skip "--bw: reads 1 GiB per pass, not run under '$RUNNER'"
 else
-    run --model-only --shape stories15M --wtype q4_0 --tokens 2 --reps 2 --bw
+    run --model-only --shape stories15M --wtype q4_0 --tokens 2 --reps 2 --bw -p 4
     if [ $? -eq 0 ] && model_line "$tmp/out" stories15M q4_0 1 &&
         grep -qE '^  stories15M +q4_0 +1T +[0-9.]*[1-9][0-9.]*% of the read bandwidth measured next: [0-9.]*[1-9][0-9.]* GB/s \(median [0-9.]+\)' "$tmp/out" &&
         grep -qE '^#row bw [a-z0-9_]+ stories15M_q4_0_1T [0-9.]*[1-9][0-9.]*$' "$tmp/out"; then
@@ -109,11 +126,12 @@ if [ -z "$PYTHON" ] || ! "$PYTHON" -c 'import numpy' 2>/dev/null; then
 elif ! "$PYTHON" tools/gen_random.py --vocab 96 --max-seq 32 --wtype q4_0 "$tmp/r.mlb" >"$tmp/gen" 2>&1; then
     bad "gen_random.py failed: $(head -c 300 "$tmp/gen")"
 else
-    # 40 tokens asked, the context is 32: decode stops at the context
+    # 40 tokens asked, the context is 32: decode and the prompt stop at the context
     for mm in "mapped" "read into memory"; do
-        if [ "$mm" = mapped ]; then run --model-only -m "$tmp/r.mlb" --tokens 40 --reps 1
-        else run --model-only -m "$tmp/r.mlb" --tokens 40 --reps 1 --no-mmap; fi
-        if [ $? -eq 0 ] && model_line "$tmp/out" "$tmp/r.mlb" q4_0 1 && grep -q "; weights $mm)" "$tmp/out"; then
+        if [ "$mm" = mapped ]; then run --model-only -m "$tmp/r.mlb" --tokens 40 --reps 1 -p 40
+        else run --model-only -m "$tmp/r.mlb" --tokens 40 --reps 1 -p 40 --no-mmap; fi
+        if [ $? -eq 0 ] && model_line "$tmp/out" "$tmp/r.mlb" q4_0 1 && grep -q "; weights $mm)" "$tmp/out" &&
+            prompt_line "$tmp/out" "$tmp/r.mlb" q4_0 1 32 32; then
             ok "-m FILE, weights $mm"
         else
             bad "-m FILE, weights $mm: $(head -c 400 "$tmp/out") $(head -c 200 "$tmp/err")"

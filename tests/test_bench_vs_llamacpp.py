@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The pure logic of tools/bench_vs_llamacpp.py, without llama.cpp: parsing
 llama-bench's JSON and ml_bench's #row lines (recorded outputs), the table
-made from recorded figures (medians, ratio ranges, "= decode"), --from, the
+made from recorded figures (medians, ratio ranges, our pp128 from ml_bench's
+own prompt figure), --from, the
 shape table read from app/bench_shapes.h, and the random GGUF writer, read
 back with our own GGUF reader (tools/gguf_in.py; needs the gguf package).
 Building and running llama.cpp is the tool's job, never CI's.
@@ -36,16 +37,20 @@ LLAMA_JSON = json.dumps([
     {"model_type": "llama ?B Q8_0", "n_threads": 2, "n_prompt": 128, "n_gen": 0, "avg_ts": 11881.0, "stddev_ts": 90.0},
     {"model_type": "llama ?B Q8_0", "n_threads": 2, "n_prompt": 0, "n_gen": 128, "avg_ts": 1300.0, "stddev_ts": 9.0},
 ])
-# ml_bench --model-only --shape stories15M --wtype q8_0 -t 1,2 --reps 3 --bw
+# ml_bench --model-only --shape stories15M --wtype q8_0 -t 1,2 --reps 3 --bw -p 128
 ML_BENCH = """ml_bench: avx512vnni build, median of 3 runs
-model decode, 128 tokens from position 0:
+model decode, 128 tokens from position 0; prompt (pp), 128 tokens from position 0 in batches of 64:
   stories15M   q8_0  1T    1160.0 tok/s    0.862 ms/token    8.7 GB/s  RSS  1080.0 MiB  (1100.0-1170.0 tok/s; weights in memory)
   stories15M   q8_0  1T   55.0% of the read bandwidth measured next: 15.6 GB/s (median 15.1)
 #row bw avx512vnni stories15M_q8_0_1T 15.60
 #row model avx512vnni stories15M_q8_0_1T 1160.00
+  stories15M   q8_0  1T    9000.0 tok/s  pp128, -b 64  (8800.0-9100.0 tok/s)
+#row pp128 avx512vnni stories15M_q8_0_1T 9000.00
   stories15M   q8_0  2T    1700.0 tok/s    0.588 ms/token   12.7 GB/s  RSS  1080.0 MiB  (1650.0-1710.0 tok/s; weights in memory)
 #row bw avx512vnni stories15M_q8_0_2T 28.00
 #row model avx512vnni stories15M_q8_0_2T 1700.00
+  stories15M   q8_0  2T   14000.0 tok/s  pp128, -b 64  (13000.0-14100.0 tok/s)
+#row pp128 avx512vnni stories15M_q8_0_2T 14000.00
 """
 
 
@@ -54,9 +59,9 @@ def parsing():
     report(lb == {("pp128", 1): 8561.2, ("tg128", 1): 930.5, ("pp128", 2): 11881.0, ("tg128", 2): 1300.0},
            f"llama-bench JSON -> (test, threads): tok/s: {lb}")
     ours = bv.parse_ml_bench(ML_BENCH)
-    report(ours == {("stories15M", "q8_0", 1): {"tg128": 1160.0, "bw": 15.6},
-                    ("stories15M", "q8_0", 2): {"tg128": 1700.0, "bw": 28.0}},
-           f"ml_bench #row model/bw lines -> decode tok/s and GB/s: {ours}")
+    report(ours == {("stories15M", "q8_0", 1): {"tg128": 1160.0, "pp128": 9000.0, "bw": 15.6},
+                    ("stories15M", "q8_0", 2): {"tg128": 1700.0, "pp128": 14000.0, "bw": 28.0}},
+           f"ml_bench #row model/pp128/bw lines -> decode and prompt tok/s and GB/s: {ours}")
     report(bv.parse_ml_bench("  stories15M q8_0 1T 1160.0 tok/s\n") == {},
            "ml_bench's prose is not parsed, only its #row lines")
 
@@ -71,37 +76,43 @@ def rounds(tests=bv.TESTS):
         ours = bv.parse_ml_bench(ML_BENCH)
         ours[("stories15M", "q8_0", 1)]["tg128"] = ot
         bv.record_round(records, rnd, "native", "stories15M", "q8_0", lb, ours, tests)
-    bv.record_round(records, 1, "legacy", "stories110M", "q4_0", {("tg128", 1): 61.0},
-                    {("stories110M", "q4_0", 1): {"tg128": 150.0}}, ("tg128",))
+    bv.record_round(records, 1, "legacy", "stories110M", "q4_0", {("tg128", 1): 61.0, ("pp128", 1): 80.0},
+                    {("stories110M", "q4_0", 1): {"tg128": 150.0, "pp128": 400.0}}, tests)
     return records
 
 
 def table():
     records = rounds()
-    report(len(records) == 13, f"3 rounds x 2 tests x 2 thread counts + 1 legacy figure: {len(records)} records")
+    report(len(records) == 14, f"3 rounds x 2 tests x 2 thread counts + 2 legacy figures: {len(records)} records")
     t = bv.format_table(records)
     lines = t.splitlines()
     row = next((l for l in lines if l.startswith("| stories15M | Q8_0 | 1 | tg128 |")), "")
     report(row == "| stories15M | Q8_0 | 1 | tg128 | 1000 | 1200 | 1.20 (0.90-1.39) | 15.6 |",
            f"tg128 1T: the medians, the ratio's median and range, the bandwidth: {row!r}")
     row = next((l for l in lines if l.startswith("| stories15M | Q8_0 | 2 | pp128 |")), "")
-    report(row == "| stories15M | Q8_0 | 2 | pp128 | 11881 | 1700 (= decode) | 0.14 | 28.0 |",
-           f"pp128 without a prefill figure of ours: our decode, marked '= decode': {row!r}")
+    report(row == "| stories15M | Q8_0 | 2 | pp128 | 11881 | 14000 | 1.18 | 28.0 |",
+           f"pp128: ml_bench's own prompt figure against llama-bench's: {row!r}")
     order = [l.split(" | ")[2:4] for l in lines if l.startswith("| stories15M")]
     report(order == [["1", "tg128"], ["1", "pp128"], ["2", "tg128"], ["2", "pp128"]],
            f"rows by threads, decode first: {order}")
     legacy = lines.index(next(l for l in lines if l.startswith("ours (sse41 build)")))
-    report(legacy > 0 and lines[legacy + 4] == "| stories110M | Q4_0 | 1 | tg128 | 61.0 | 150 | 2.46 | - |",
-           f"a legacy section of its own, no bandwidth when none was measured: {lines[legacy:legacy + 5]}")
+    report(legacy > 0 and lines[legacy + 4] == "| stories110M | Q4_0 | 1 | tg128 | 61.0 | 150 | 2.46 | - |"
+           and lines[legacy + 5] == "| stories110M | Q4_0 | 1 | pp128 | 80.0 | 400 | 5.00 | - |",
+           f"a legacy section of its own, no bandwidth when none was measured: {lines[legacy:legacy + 6]}")
     only_tg = rounds(("tg128",))
     report(all(r["test"] == "tg128" for r in only_tg) and len(only_tg) == 7, "--tests tg128 keeps only decode rows")
     ours = bv.parse_ml_bench(ML_BENCH)
-    ours[("stories15M", "q8_0", 1)]["pp128"] = 9000.0
     rs = []
     bv.record_round(rs, 1, "native", "stories15M", "q8_0", bv.parse_llama_bench(LLAMA_JSON), ours, bv.TESTS)
     t = bv.format_table(rs)
-    report("| stories15M | Q8_0 | 1 | pp128 | 8561 | 9000 | 1.05 | 15.6 |" in t,
-           "a pp128 figure of ours, once ml_bench has one, is used and not marked")
+    report("| stories15M | Q8_0 | 1 | pp128 | 8561 | 9000 | 1.05 | 15.6 |" in t and "decode)" not in t,
+           "our pp128 is ml_bench's prompt figure, never our decode figure")
+    del ours[("stories15M", "q8_0", 2)]["pp128"]
+    try:
+        bv.record_round([], 1, "native", "stories15M", "q8_0", bv.parse_llama_bench(LLAMA_JSON), ours, bv.TESTS)
+        report(False, "a pp128 figure missing on our side is an error, not our decode figure")
+    except ValueError as e:
+        report("pp128" in str(e) and "2T" in str(e), f"a pp128 figure missing on our side is an error: {e}")
     try:
         bv.record_round([], 1, "native", "tinyllama", "q8_0", bv.parse_llama_bench(LLAMA_JSON), ours, bv.TESTS)
         report(False, "a figure missing on our side is an error")
@@ -115,7 +126,12 @@ def plan():
     p = bv.plan_of(opts)
     report(p == [("native", "stories15M", "q4_0", [1, 2], ["tg128"]), ("native", "tinyllama", "q4_0", [1, 2], ["tg128"]),
                  ("legacy", "stories15M", "q4_0", [1], ["tg128"])],
-           f"the plan: the native rows as asked, then the legacy rows (decode, 1 thread): {p}")
+           f"the plan: the native rows as asked, then the legacy rows (the same tests, 1 thread): {p}")
+    opts.tests = ["tg128", "pp128"]
+    report(bv.plan_of(opts)[-1] == ("legacy", "stories15M", "q4_0", [1], ["tg128", "pp128"]),
+           "legacy rows run the prompt test too when asked")
+    cmd = bv.ours_cmd("ml_bench", "stories15M", "q8_0", [1, 2], 3)
+    report(cmd[-2:] == ["-p", "128"] and "--bw" in cmd, f"ml_bench is asked for its pp128 figure: {cmd}")
 
 
 def from_file(tmp):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Our decode speed side by side with llama.cpp's own benchmark, llama-bench.
+"""Our decode and prompt speed side by side with llama.cpp's own benchmark, llama-bench.
 
 One command makes the README's comparison table:
   /usr/bin/python3 tools/bench_vs_llamacpp.py        (or: make bench-vs-llamacpp)
@@ -9,18 +9,16 @@ random-weight GGUF files at ml_bench's shapes there (tools/gguf_random.py:
 once; the Q8_0 and Q4_0 files of llama.cpp's own quantizer), builds our
 ml_bench, then runs in ROUNDS interleaved rounds, model by model:
   llama-bench -m MODEL.gguf -mmp 0 -p 128 -n 128 -r REPS -t 1,2 -o json
-  ml_bench --model-only --shape S --wtype T -t 1,2 --reps REPS --bw
+  ml_bench --model-only --shape S --wtype T -t 1,2 --reps REPS --bw -p 128
 (which of the two goes first alternates from round to round). Both decode
-128 tokens from an empty context (tg128) with the weights read into memory;
-pp128 is llama-bench's 128-token prompt. Each round's ratio ours/llama.cpp
+128 tokens from an empty context (tg128) with the weights read into memory,
+and run a 128-token prompt from position 0 (pp128: llama-bench's -p 128,
+ml_bench's batched prefill at ml_run's default -b). Each round's ratio ours/llama.cpp
 comes from figures measured minutes apart, so a noisy neighbour moves both;
 the table shows each engine's median tok/s and the ratio's median and range
 over the rounds, and the read bandwidth ml_bench measured next to its figure.
 Legacy rows: our sse41 build against llama.cpp's SSE4.2 build (every AVX
-option off; llama.cpp has no SSE2 build), decode, 1 thread.
-
-Our ml_run has no batched prompt processing: for pp128 our figure is our
-decode figure ("= decode"), the speed at which ml_run feeds a prompt today.
+option off; llama.cpp has no SSE2 build), decode and prompt, 1 thread.
 Never through the Python bindings: they ran llama.cpp at half its speed.
 
 --env prints the llama-bench and GGUF file of one shape and type as
@@ -63,15 +61,16 @@ def parse_llama_bench(text):
     return out
 
 
-_ROW = re.compile(r"^#row (model|bw) \S+ (\w+)_(q8_0|q4_0)_(\d+)T ([0-9.]+)$", re.M)
+_ROW = re.compile(r"^#row (model|bw|pp\d+) \S+ (\w+)_(q8_0|q4_0)_(\d+)T ([0-9.]+)$", re.M)
 
 
 def parse_ml_bench(text):
-    """ml_bench's '#row model' (decode tok/s) and '#row bw' (read GB/s)
-    lines -> {(shape, wtype, threads): {"tg128": tok/s, "bw": GB/s}}."""
+    """ml_bench's '#row model' (decode tok/s), '#row pp128' (prompt tok/s)
+    and '#row bw' (read GB/s) lines -> {(shape, wtype, threads):
+    {"tg128": tok/s, "pp128": tok/s, "bw": GB/s}}."""
     out = {}
     for kind, shape, wtype, threads, value in _ROW.findall(text):
-        out.setdefault((shape, wtype, int(threads)), {})["tg128" if kind == "model" else "bw"] = float(value)
+        out.setdefault((shape, wtype, int(threads)), {})["tg128" if kind == "model" else kind] = float(value)
     return out
 
 
@@ -82,11 +81,10 @@ def record_round(records, rnd, section, shape, wtype, llama, ours, tests):
         if test not in tests:
             continue
         mine = ours.get((shape, wtype, threads))
-        if not mine or "tg128" not in mine:
-            raise ValueError(f"ml_bench printed no figure for {shape} {wtype} {threads}T")
+        if not mine or test not in mine:
+            raise ValueError(f"ml_bench printed no {test} figure for {shape} {wtype} {threads}T")
         records.append(dict(round=rnd, section=section, shape=shape, wtype=wtype, threads=threads,
-                            test=test, llama=tps, ours=mine.get(test, mine["tg128"]),
-                            ours_is_decode=test not in mine, bw=mine.get("bw")))
+                            test=test, llama=tps, ours=mine[test], bw=mine.get("bw")))
 
 
 def _num(x):
@@ -120,8 +118,6 @@ def format_table(records):
                   "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for (shape, wtype, threads, test), rs in rows.items():
             ours = _num(statistics.median(r["ours"] for r in rs))
-            if all(r["ours_is_decode"] for r in rs):
-                ours += " (= decode)"
             bws = [r["bw"] for r in rs if r["bw"]]
             lines.append(f"| {shape} | {wtype.upper()} | {threads} | {test} | "
                          f"{_num(statistics.median(r['llama'] for r in rs))} | {ours} | "
@@ -165,13 +161,13 @@ def llama_cmd(bench, model, tests, threads, reps):
 
 def ours_cmd(ml_bench, shape, wtype, threads, reps):
     return [ml_bench, "--model-only", "--shape", shape, "--wtype", wtype,
-            "-t", ",".join(map(str, threads)), "--reps", str(reps), "--bw"]
+            "-t", ",".join(map(str, threads)), "--reps", str(reps), "--bw", "-p", "128"]
 
 
 def plan_of(opts):
     """[(section, shape, wtype, threads, tests)] in the order each round runs them."""
     plan = [("native", s, t, opts.threads, opts.tests) for s in opts.shapes for t in opts.types]
-    return plan + [("legacy", s, t, [1], ["tg128"]) for s in opts.legacy_shapes for t in opts.types]
+    return plan + [("legacy", s, t, [1], opts.tests) for s in opts.legacy_shapes for t in opts.types]
 
 
 def prepare(opts, plan):
