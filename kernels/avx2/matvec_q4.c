@@ -17,11 +17,12 @@ ML_INLINE void mv_xprep(mv_x *xs, const int8_t *xq) {
     xs->corr = _mm256_madd_epi16(s, _mm256_set1_epi16(-ML_Q4_OFFSET));
 }
 
-ML_INLINE __m256i mv_dot(const int8_t *w, const mv_x *xs) {
-    __m256i lo, hi;
-    ml_avx2_nibbles2(w, &lo, &hi);
+typedef ml_avx2_w2 mv_w; /* a row's pair of blocks: its nibbles */
+#define mv_wprep ml_avx2_nibbles2
+
+ML_INLINE __m256i mv_wdot(const mv_w *wp, const mv_x *xs) {
     /* each int16 <= 2 * 2 * 15 * 127: the two halves add without overflow */
-    const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, xs->lo), _mm256_maddubs_epi16(hi, xs->hi));
+    const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(wp->lo, xs->lo), _mm256_maddubs_epi16(wp->hi, xs->hi));
     return _mm256_add_epi32(_mm256_madd_epi16(p, _mm256_set1_epi16(1)), xs->corr);
 }
 
@@ -36,7 +37,12 @@ ML_INLINE __m256i mv_dot1(const int8_t *w, const mv_x1 *xs) {
 }
 
 #include "kernels/x86/matvec_tmpl.h"
+#include "kernels/x86/matmul_tmpl.h"
 
 void ml_k_matvec_q4_avx2(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
     mv_matvec(y, W, x, r0, r1);
+}
+
+void ml_k_matmul_q4_avx2(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1) {
+    mm_matmul(Y, ldy, W, X, r0, r1);
 }

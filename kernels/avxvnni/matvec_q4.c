@@ -17,10 +17,11 @@ ML_INLINE void mv_xprep(mv_x *xs, const int8_t *xq) {
     xs->corr = _mm256_sub_epi32(z, _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(z, eight, xs->lo), eight, xs->hi));
 }
 
-ML_INLINE __m256i mv_dot(const int8_t *w, const mv_x *xs) {
-    __m256i lo, hi;
-    ml_avx2_nibbles2(w, &lo, &hi);
-    return _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(xs->corr, lo, xs->lo), hi, xs->hi);
+typedef ml_avx2_w2 mv_w; /* a row's pair of blocks: its nibbles */
+#define mv_wprep ml_avx2_nibbles2
+
+ML_INLINE __m256i mv_wdot(const mv_w *wp, const mv_x *xs) {
+    return _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(xs->corr, wp->lo, xs->lo), wp->hi, xs->hi);
 }
 
 ML_INLINE void mv_xprep1(mv_x1 *xs, const int8_t *xq) {
@@ -34,7 +35,12 @@ ML_INLINE __m256i mv_dot1(const int8_t *w, const mv_x1 *xs) {
 }
 
 #include "kernels/x86/matvec_tmpl.h"
+#include "kernels/x86/matmul_tmpl.h"
 
 void ml_k_matvec_q4_avxvnni(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
     mv_matvec(y, W, x, r0, r1);
+}
+
+void ml_k_matmul_q4_avxvnni(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1) {
+    mm_matmul(Y, ldy, W, X, r0, r1);
 }

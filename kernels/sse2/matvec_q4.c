@@ -34,19 +34,32 @@ ML_INLINE void mv_xprep(mv_x *xs, const int8_t *xq) {
     xs->corr = _mm_madd_epi16(s, _mm_set1_epi16(-ML_Q4_OFFSET * 256));
 }
 
-/* Lanes sum to 256 * sumi. */
-ML_INLINE __m128i mv_dot(const int8_t *w, const mv_x *xs) {
+/* A row's block: its 4 masked nibble sets in int16 lanes (see above). */
+typedef struct {
+    __m128i n0, n1, n2, n3;
+} mv_w;
+
+ML_INLINE void mv_wprep(mv_w *wp, const int8_t *w) {
     const __m128i v = _mm_loadu_si128((const __m128i *)w);
     const __m128i m0 = _mm_set1_epi16(0x000F), m1 = _mm_set1_epi16(0x0F00), m2 = _mm_set1_epi16(0x00F0);
-    const __m128i lo = _mm_add_epi32(_mm_madd_epi16(_mm_and_si128(v, m0), xs->e0),
-                                     _mm_madd_epi16(_mm_and_si128(v, m1), xs->o0));
-    const __m128i hi = _mm_add_epi32(_mm_madd_epi16(_mm_and_si128(v, m2), xs->e1),
-                                     _mm_madd_epi16(_mm_and_si128(_mm_srli_epi16(v, 4), m1), xs->o1));
+    wp->n0 = _mm_and_si128(v, m0), wp->n1 = _mm_and_si128(v, m1);
+    wp->n2 = _mm_and_si128(v, m2), wp->n3 = _mm_and_si128(_mm_srli_epi16(v, 4), m1);
+}
+
+/* Lanes sum to 256 * sumi. */
+ML_INLINE __m128i mv_wdot(const mv_w *wp, const mv_x *xs) {
+    const __m128i lo = _mm_add_epi32(_mm_madd_epi16(wp->n0, xs->e0), _mm_madd_epi16(wp->n1, xs->o0));
+    const __m128i hi = _mm_add_epi32(_mm_madd_epi16(wp->n2, xs->e1), _mm_madd_epi16(wp->n3, xs->o1));
     return _mm_add_epi32(_mm_add_epi32(lo, hi), xs->corr);
 }
 
 #include "kernels/x86/matvec_tmpl.h"
+#include "kernels/x86/matmul_tmpl.h"
 
 void ml_k_matvec_q4_sse2(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
     mv_matvec(y, W, x, r0, r1);
+}
+
+void ml_k_matmul_q4_sse2(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1) {
+    mm_matmul(Y, ldy, W, X, r0, r1);
 }

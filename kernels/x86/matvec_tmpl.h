@@ -29,8 +29,11 @@
  *   MV_WBYTES                  weight bytes per block: 32 (Q8_0), 16 (Q4_0)
  *   mv_x, mv_xprep(xs, xq)     a step's activations, prepared once for the
  *                              4 rows from its MV_STEP blocks at xq
- *   mv_dot(w, xs) -> mv_vi     a row's dot of a step (w: its first block)
- *                              in mv_block_sums' layout
+ *   mv_w, mv_wprep(wp, w)      a row's weights of a step (w: its first
+ *                              block), prepared (loaded, unpacked) for its
+ *                              dots; the matmul (kernels/x86/matmul_tmpl.h)
+ *                              prepares them once for a tile of tokens
+ *   mv_wdot(wp, xs) -> mv_vi   a row's dot of a step in mv_block_sums' layout
  *   mv_x1, mv_xprep1, mv_dot1  the same for one block (its int32 lanes sum
  *                              to the block's sumi)                        */
 #include <stddef.h>
@@ -60,15 +63,42 @@ ML_INLINE __m128 mv_scales1(const float *d, size_t nb, const float *xd) {
     return _mm_mul_ps(_mm_setr_ps(d[0], d[nb], d[2 * nb], d[3 * nb]), _mm_set1_ps(xd[0]));
 }
 
-/* s[j] = [block j: dw rows 0..3] * dx[j] for 4 blocks: one 4x4 transpose of
- * the rows' scale vectors (2 shuffles per block instead of 3 inserts). */
-ML_INLINE void mv_scales4(__m128 *s, const float *d, size_t nb, const float *xd) {
+/* w[j] = [block j: dw rows 0..3] for 4 blocks: one 4x4 transpose of the
+ * rows' scale vectors (2 shuffles per block instead of 3 inserts). */
+ML_INLINE void mv_wscales4(__m128 *w, const float *d, size_t nb) {
     __m128 r0 = _mm_loadu_ps(d), r1 = _mm_loadu_ps(d + nb), r2 = _mm_loadu_ps(d + 2 * nb), r3 = _mm_loadu_ps(d + 3 * nb);
     _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-    s[0] = _mm_mul_ps(r0, _mm_set1_ps(xd[0]));
-    s[1] = _mm_mul_ps(r1, _mm_set1_ps(xd[1]));
-    s[2] = _mm_mul_ps(r2, _mm_set1_ps(xd[2]));
-    s[3] = _mm_mul_ps(r3, _mm_set1_ps(xd[3]));
+    w[0] = r0, w[1] = r1, w[2] = r2, w[3] = r3;
+}
+
+/* s[j] = w[j] * dx[j] for n blocks: the canonical dw * dx, 4 rows at once */
+ML_INLINE void mv_xscales(__m128 *s, const __m128 *w, const float *xd, int n) {
+    ML_UNROLL for (int j = 0; j < n; j++) s[j] = _mm_mul_ps(w[j], _mm_set1_ps(xd[j]));
+}
+
+/* s[j] = [block j: dw rows 0..3] * dx[j] for 4 blocks */
+ML_INLINE void mv_scales4(__m128 *s, const float *d, size_t nb, const float *xd) {
+    __m128 w[4];
+    mv_wscales4(w, d, nb);
+    mv_xscales(s, w, xd, 4);
+}
+
+/* A row's dot of a step: its weights prepared, then multiplied. */
+ML_INLINE mv_vi mv_dot(const int8_t *w, const mv_x *xs) {
+    mv_w wp;
+    mv_wprep(&wp, w);
+    return mv_wdot(&wp, xs);
+}
+
+/* acc + one block of 4 rows (w, d: row 0's block and scale; rows ws bytes
+ * and ds scales apart), lanes = rows: the tail of nb % 4 blocks */
+ML_INLINE __m128 mv_block1(__m128 acc, const int8_t *w, size_t ws, const float *d, size_t ds, const int8_t *xq,
+                           const float *xd) {
+    mv_x1 x1;
+    mv_xprep1(&x1, xq);
+    mv_vi v1[4];
+    ML_UNROLL for (int i = 0; i < 4; i++) v1[i] = mv_dot1(w + (size_t)i * ws, &x1);
+    return _mm_add_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(mv_reduce4(v1)), mv_scales1(d, ds, xd)));
 }
 
 /* nr (4 or 1, a constant after inlining) consecutive rows starting at y. */
@@ -97,15 +127,8 @@ ML_INLINE void mv_rows(float *y, const int8_t *wq, size_t wstride, const float *
         }
     }
     for (; b < nb; b++) { /* the last nb % 4 blocks, one at a time */
-        mv_x1 x1;
-        mv_xprep1(&x1, xq + (size_t)b * ML_QK);
-        mv_vi v1[4];
-        ML_UNROLL for (int i = 0; i < 4; i++) {
-            const int8_t *w = wq + (size_t)i * ws + (size_t)b * MV_WBYTES;
-            mv_prefetch(w, pf);
-            v1[i] = mv_dot1(w, &x1);
-        }
-        acc = _mm_add_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(mv_reduce4(v1)), mv_scales1(wd + b, ds, xd + b)));
+        ML_UNROLL for (int i = 0; i < 4; i++) mv_prefetch(wq + (size_t)i * ws + (size_t)b * MV_WBYTES, pf);
+        acc = mv_block1(acc, wq + (size_t)b * MV_WBYTES, ws, wd + b, ds, xq + (size_t)b * ML_QK, xd + b);
     }
     if (nr == 4)
         _mm_storeu_ps(y, acc);
