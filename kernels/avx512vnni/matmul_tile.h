@@ -99,17 +99,24 @@ ML_INLINE void mm_wprep(mm_wtile *wt, const int8_t *q, size_t wstride, size_t bp
     }
 }
 
-/* cx[t][b] = -off * sum(x) of block b0 + b of token t0 + t, for nt tokens
- * and nb blocks (a token's 16 blocks in one tree of adds). */
+/* For block b0 + b of token t0 + t (nt tokens, nb blocks): its quants
+ * copied to xq[t] (a fixed stride: the tiles address every token from one
+ * register) and cx[t][b] = -off * sum(x) (a token's 16 blocks in one tree
+ * of adds). */
 _Static_assert(MM_KB == 16, "mm_xprep writes 16 sums per token");
-ML_INLINE void mm_xprep(int32_t (*cx)[MM_KB], const ml_qbatch *X, int t0, int nt, int b0, int nb, int q4) {
+ML_INLINE void mm_xprep(int8_t (*xq)[MM_KB * ML_QK], int32_t (*cx)[MM_KB], const ml_qbatch *X, int t0, int nt, int b0,
+                        int nb, int q4) {
     const __m512i z = _mm512_setzero_si512(), o = _mm512_set1_epi8((char)mm_off(q4));
     /* block b's sum sits at lane (b & 8) + 4 (b & 1) + (b & 7) / 2 */
     const __m512i perm = _mm512_set_epi32(15, 11, 14, 10, 13, 9, 12, 8, 7, 3, 6, 2, 5, 1, 4, 0);
     for (int t = 0; t < nt; t++) {
         const int8_t *x = X->q + (size_t)(t0 + t) * (size_t)X->n + (size_t)b0 * ML_QK;
         __m512i v[8]; /* lanes 0..7: block 2k's partial sums, 8..15: 2k + 1's */
-        ML_UNROLL for (int k = 0; k < 8; k++) v[k] = _mm512_dpbusd_epi32(z, o, ml_avx512_load_n(x + 64 * k, nb * ML_QK - 64 * k));
+        ML_UNROLL for (int k = 0; k < 8; k++) {
+            const __m512i q = ml_avx512_load_n(x + 64 * k, nb * ML_QK - 64 * k);
+            _mm512_storeu_si512(xq[t] + 64 * k, q);
+            v[k] = _mm512_dpbusd_epi32(z, o, q);
+        }
         const __m512i q0 = ml_avx512_quads(v), q1 = ml_avx512_quads(v + 4);
         const __m512i e = _mm512_add_epi32(_mm512_shuffle_i32x4(q0, q1, _MM_SHUFFLE(2, 0, 2, 0)),
                                            _mm512_shuffle_i32x4(q0, q1, _MM_SHUFFLE(3, 1, 3, 1)));
@@ -124,10 +131,11 @@ ML_INLINE __m512i mm_bcast4(const int8_t *p) {
 }
 
 /* nt (<= MM_T) tokens of one group over nb blocks: acc from Y (or 0.0f on
- * the first chunk), back to Y. y: token 0's 16 rows; x, xd: token 0's
- * quants and scales at the chunk's block 0; cx: mm_xprep's, token 0. */
-ML_INLINE void mm_tile(float *y, size_t ldy, __mmask16 m, int first, const mm_wtile *wt, int nb, const int8_t *x,
-                       const float *xd, size_t n, const int32_t (*cx)[MM_KB], int nt) {
+ * the first chunk), back to Y. y: token 0's 16 rows; xd: token 0's scales
+ * at the chunk's block 0 (n / 32 per token); xq, cx: mm_xprep's, token 0. */
+ML_INLINE void mm_tile(float *y, size_t ldy, __mmask16 m, int first, const mm_wtile *wt, int nb,
+                       const int8_t (*xq)[MM_KB * ML_QK], const float *xd, size_t n, const int32_t (*cx)[MM_KB],
+                       int nt) {
     __m512 acc[MM_T];
     ML_UNROLL for (int t = 0; t < MM_T; t++)
         if (t < nt) acc[t] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m, y + (size_t)t * ldy);
@@ -142,7 +150,7 @@ ML_INLINE void mm_tile(float *y, size_t ldy, __mmask16 m, int first, const mm_wt
             if (t < nt) s[t] = _mm512_set1_epi32(cx[t][b]);
         ML_UNROLL for (int j = 0; j < 8; j++)
             ML_UNROLL for (int t = 0; t < MM_T; t++)
-                if (t < nt) s[t] = _mm512_dpbusd_epi32(s[t], w[j], mm_bcast4(x + (size_t)t * n + (size_t)b * ML_QK + 4 * (size_t)j));
+                if (t < nt) s[t] = _mm512_dpbusd_epi32(s[t], w[j], mm_bcast4(xq[t] + b * ML_QK + 4 * j));
         ML_UNROLL for (int t = 0; t < MM_T; t++) {
             if (t >= nt) continue;
             const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(xd[(size_t)t * (n / ML_QK) + (size_t)b]));
