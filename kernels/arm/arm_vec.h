@@ -10,9 +10,48 @@
 #include <stddef.h>
 
 #include "core/quant.h"
+#include "core/tensor.h"
 #include "kernels/kernel_util.h"
 
 /* ---- integers (bit-exact on both: NEON integer math is plain) ----------- */
+
+/* Tokens per tile of the matmul body (kernels/arm/matmul_body.h), whose
+ * 4-row sums stay in registers over a row's blocks. AArch64 (32 q
+ * registers): 12 sums, a block's 8 weight vectors and the token in flight
+ * fit (12 measured 4% below 8, 16 no better). ARMv7 (16 q registers; the
+ * sums are VFP floats in s0..s31, which alias q0..q7): 4 (2 measured +2%). */
+#ifdef __aarch64__
+#define ML_ARM_MM_TOKENS 12
+#else
+#define ML_ARM_MM_TOKENS 4
+#endif
+
+/* The weight type a matvec / matmul body is instantiated for. */
+enum { ML_ARM_Q8, ML_ARM_Q4 };
+
+/* Bytes of one weight block of that type. */
+ML_INLINE size_t ml_arm_wbytes(int kind) { return kind == ML_ARM_Q4 ? ML_Q4_BLOCK_BYTES : ML_Q8_BLOCK_BYTES; }
+
+/* 4 consecutive rows from the one whose quants are at wq and scales at wd
+ * (rows wstride bytes and nb blocks apart): each row's quants and scales.
+ * With nr = 1 the three rows past it repeat it (a row tail: their lanes are
+ * computed and ignored, and nothing past the row is read). */
+ML_INLINE void ml_arm_rows4(const int8_t **w, const float **d, const int8_t *wq, size_t wstride, const float *wd,
+                            int nb, int nr) {
+    const size_t ws = nr == 4 ? wstride : 0, ds = nr == 4 ? (size_t)nb : 0;
+    w[0] = wq, w[1] = wq + ws, w[2] = wq + 2 * ws, w[3] = wq + 3 * ws;
+    d[0] = wd, d[1] = wd + ds, d[2] = wd + 2 * ds, d[3] = wd + 3 * ds;
+}
+
+/* Q4_0 (byte j: element j in the low nibble, 16 + j in the high one, each
+ * stored as value + 8): t = byte ^ 0x88 turns each nibble into its value's
+ * 4-bit two's complement, so t << 4 and t & 0xF0 are the int8s 16 * value
+ * of elements j and 16 + j (ml_arm_q4_lo16, ml_arm_q4_hi16): the nibbles
+ * unpacked, offset removed, in one instruction per half plus the shared
+ * xor; an arithmetic shift right by 4 then gives the values themselves. */
+ML_INLINE uint8x16_t ml_arm_q4_x88(uint8x16_t bytes) { return veorq_u8(bytes, vdupq_n_u8(0x88)); }
+ML_INLINE int8x16_t ml_arm_q4_lo16(uint8x16_t t) { return vreinterpretq_s8_u8(vshlq_n_u8(t, 4)); }
+ML_INLINE int8x16_t ml_arm_q4_hi16(uint8x16_t t) { return vreinterpretq_s8_u8(vandq_u8(t, vdupq_n_u8(0xF0))); }
 
 /* One block of int8 activations: elements 0..15 and 16..31. */
 typedef struct {
@@ -23,12 +62,27 @@ typedef struct {
  * pair around, +20% instructions in matvec). */
 ML_INLINE ml_arm_x ml_arm_ld32(const int8_t *p) { return (ml_arm_x){vld1q_s8(p), vld1q_s8(p + 16)}; }
 
-/* [a0+a1, a2+a3, b0+b1, b2+b3] */
-ML_INLINE int32x4_t ml_arm_padd_s32(int32x4_t a, int32x4_t b) {
+/* ml_arm_padd_s32 / _s16(a, b) = [a0+a1, a2+a3, .., b0+b1, b2+b3, ..]:
+ * pairwise add of two q vectors (ARMv7 has it on d halves only). */
 #ifdef __aarch64__
-    return vpaddq_s32(a, b);
+#define ML_ARM_PADD(s, qt) \
+    ML_INLINE qt ml_arm_padd_##s(qt a, qt b) { return vpaddq_##s(a, b); }
 #else
-    return vcombine_s32(vpadd_s32(vget_low_s32(a), vget_high_s32(a)), vpadd_s32(vget_low_s32(b), vget_high_s32(b)));
+#define ML_ARM_PADD(s, qt)                                                                                 \
+    ML_INLINE qt ml_arm_padd_##s(qt a, qt b) {                                                             \
+        return vcombine_##s(vpadd_##s(vget_low_##s(a), vget_high_##s(a)), vpadd_##s(vget_low_##s(b), vget_high_##s(b))); \
+    }
+#endif
+ML_ARM_PADD(s32, int32x4_t)
+ML_ARM_PADD(s16, int16x8_t)
+
+/* p + (high 8 lanes of a) * (high 8 lanes of b), widened: one SMLAL2 on
+ * AArch64 (gcc otherwise moves each high half out with a DUP first) */
+ML_INLINE int16x8_t ml_arm_mlal_hi_s8(int16x8_t p, int8x16_t a, int8x16_t b) {
+#ifdef __aarch64__
+    return vmlal_high_s8(p, a, b);
+#else
+    return vmlal_s8(p, vget_high_s8(a), vget_high_s8(b));
 #endif
 }
 
@@ -84,26 +138,40 @@ typedef float32x4_t ml_arm_f4;
 
 ML_INLINE ml_arm_f4 ml_arm_f4_zero(void) { return vdupq_n_f32(0.0f); }
 
-/* [*d[0], *d[1], *d[2], *d[3]] * dx: one block's scales for 4 rows */
-ML_INLINE ml_arm_f4 ml_arm_scales(const float *const *d, float dx) {
+/* t[k] = [word k of a[0], .., word k of a[3]]: a 4x4 transpose of 32-bit
+ * lanes (trn of lanes, then zip of lane pairs). */
+ML_INLINE void ml_arm_tr4(uint32x4_t *t, const uint32x4_t *a) {
+    const uint64x2_t t0 = vreinterpretq_u64_u32(vtrn1q_u32(a[0], a[1])), t1 = vreinterpretq_u64_u32(vtrn2q_u32(a[0], a[1]));
+    const uint64x2_t t2 = vreinterpretq_u64_u32(vtrn1q_u32(a[2], a[3])), t3 = vreinterpretq_u64_u32(vtrn2q_u32(a[2], a[3]));
+    t[0] = vreinterpretq_u32_u64(vzip1q_u64(t0, t2));
+    t[1] = vreinterpretq_u32_u64(vzip1q_u64(t1, t3));
+    t[2] = vreinterpretq_u32_u64(vzip2q_u64(t0, t2));
+    t[3] = vreinterpretq_u32_u64(vzip2q_u64(t1, t3));
+}
+
+/* [*d[0], *d[1], *d[2], *d[3]]: one block's scales of 4 rows */
+ML_INLINE ml_arm_f4 ml_arm_dw(const float *const *d) {
     float32x4_t v = vld1q_dup_f32(d[0]);
     v = vld1q_lane_f32(d[1], v, 1);
     v = vld1q_lane_f32(d[2], v, 2);
-    v = vld1q_lane_f32(d[3], v, 3);
-    return vmulq_n_f32(v, dx);
+    return vld1q_lane_f32(d[3], v, 3);
 }
 
+/* dw * dx: the 4 rows' block scales times the activations' */
+ML_INLINE ml_arm_f4 ml_arm_f4_scale(ml_arm_f4 dw, float dx) { return vmulq_n_f32(dw, dx); }
+
 /* s[j] = [d[0][j], .., d[3][j]] * xd[j], 4 blocks: the 4 rows' scale
- * vectors transposed (trn of lanes, then zip of lane pairs). */
+ * vectors transposed. */
 ML_INLINE void ml_arm_scales4(ml_arm_f4 *s, const float *const *d, const float *xd) {
-    const float32x4_t r0 = vld1q_f32(d[0]), r1 = vld1q_f32(d[1]), r2 = vld1q_f32(d[2]), r3 = vld1q_f32(d[3]);
-    const float64x2_t t0 = vreinterpretq_f64_f32(vtrn1q_f32(r0, r1)), t1 = vreinterpretq_f64_f32(vtrn2q_f32(r0, r1));
-    const float64x2_t t2 = vreinterpretq_f64_f32(vtrn1q_f32(r2, r3)), t3 = vreinterpretq_f64_f32(vtrn2q_f32(r2, r3));
+    uint32x4_t t[4];
+    const uint32x4_t r[4] = {vreinterpretq_u32_f32(vld1q_f32(d[0])), vreinterpretq_u32_f32(vld1q_f32(d[1])),
+                             vreinterpretq_u32_f32(vld1q_f32(d[2])), vreinterpretq_u32_f32(vld1q_f32(d[3]))};
+    ml_arm_tr4(t, r);
     const float32x4_t x = vld1q_f32(xd);
-    s[0] = vmulq_laneq_f32(vreinterpretq_f32_f64(vzip1q_f64(t0, t2)), x, 0);
-    s[1] = vmulq_laneq_f32(vreinterpretq_f32_f64(vzip1q_f64(t1, t3)), x, 1);
-    s[2] = vmulq_laneq_f32(vreinterpretq_f32_f64(vzip2q_f64(t0, t2)), x, 2);
-    s[3] = vmulq_laneq_f32(vreinterpretq_f32_f64(vzip2q_f64(t1, t3)), x, 3);
+    s[0] = vmulq_laneq_f32(vreinterpretq_f32_u32(t[0]), x, 0);
+    s[1] = vmulq_laneq_f32(vreinterpretq_f32_u32(t[1]), x, 1);
+    s[2] = vmulq_laneq_f32(vreinterpretq_f32_u32(t[2]), x, 2);
+    s[3] = vmulq_laneq_f32(vreinterpretq_f32_u32(t[3]), x, 3);
 }
 
 ML_INLINE ml_arm_f4 ml_arm_f4_madd(ml_arm_f4 acc, float32x4_t f, ml_arm_f4 s) {
@@ -124,8 +192,10 @@ typedef struct {
 
 ML_INLINE ml_arm_f4 ml_arm_f4_zero(void) { return (ml_arm_f4){{0.0f, 0.0f, 0.0f, 0.0f}}; }
 
-ML_INLINE ml_arm_f4 ml_arm_scales(const float *const *d, float dx) {
-    return (ml_arm_f4){{d[0][0] * dx, d[1][0] * dx, d[2][0] * dx, d[3][0] * dx}};
+ML_INLINE ml_arm_f4 ml_arm_dw(const float *const *d) { return (ml_arm_f4){{d[0][0], d[1][0], d[2][0], d[3][0]}}; }
+
+ML_INLINE ml_arm_f4 ml_arm_f4_scale(ml_arm_f4 dw, float dx) {
+    return (ml_arm_f4){{dw.v[0] * dx, dw.v[1] * dx, dw.v[2] * dx, dw.v[3] * dx}};
 }
 
 ML_INLINE void ml_arm_scales4(ml_arm_f4 *s, const float *const *d, const float *xd) {
@@ -145,5 +215,8 @@ ML_INLINE void ml_arm_f4_store(float *y, ml_arm_f4 acc, int nr) {
     for (int i = 0; i < nr; i++) y[i] = acc.v[i];
 }
 #endif
+
+/* dw * dx for one block of 4 rows */
+ML_INLINE ml_arm_f4 ml_arm_scales(const float *const *d, float dx) { return ml_arm_f4_scale(ml_arm_dw(d), dx); }
 
 #endif

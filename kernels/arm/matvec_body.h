@@ -18,12 +18,9 @@
  * if the totals wrap: int32 lanes add modulo 2^32 and each block's sumi is
  * below 2^20 in magnitude.
  *
- * Q4_0 (byte j: element j in the low nibble, 16 + j in the high one, each
- * stored as value + 8): t = byte ^ 0x88 turns each nibble into its value's
- * 4-bit two's complement, so t << 4 and t & 0xF0 are the int8s 16 * (value)
- * of elements j and 16 + j: the nibbles unpacked, offset removed, in one
- * instruction per half plus the shared xor. The Q8 path then gives 16 * sumi,
- * and the fixed-point conversion (4 fraction bits) divides by 16 exactly.
+ * Q4_0: the weights unpacked to 16 * value (ml_arm_q4_lo16 / hi16,
+ * arm_vec.h). The Q8 path then gives 16 * sumi, and the fixed-point
+ * conversion (4 fraction bits) divides by 16 exactly.
  * |16 * value| <= 128, so the neon shim's int16 pair sums stay <= 2 * 128 *
  * 127 < 2^15.
  *
@@ -37,8 +34,6 @@
 #include "config/ml_kernels.h"
 #include "kernels/arm/arm_vec.h"
 
-enum { ML_ARM_Q8, ML_ARM_Q4 };
-
 /* ---- one block of one row: the weights as two int8x16 halves ------------ */
 
 ML_INLINE int32x4_t ml_arm_dot_q8(int32x4_t acc, const int8_t *w, const ml_arm_x *xs) {
@@ -47,9 +42,8 @@ ML_INLINE int32x4_t ml_arm_dot_q8(int32x4_t acc, const int8_t *w, const ml_arm_x
 }
 
 ML_INLINE int32x4_t ml_arm_dot_q4(int32x4_t acc, const int8_t *w, const ml_arm_x *xs) {
-    const uint8x16_t t = veorq_u8(vld1q_u8((const uint8_t *)w), vdupq_n_u8(0x88));
-    return ml_arm_dot_i8(acc, vreinterpretq_s8_u8(vshlq_n_u8(t, 4)),
-                         vreinterpretq_s8_u8(vandq_u8(t, vdupq_n_u8(0xF0))), xs);
+    const uint8x16_t t = ml_arm_q4_x88(vld1q_u8((const uint8_t *)w));
+    return ml_arm_dot_i8(acc, ml_arm_q4_lo16(t), ml_arm_q4_hi16(t), xs);
 }
 
 /* ---- one block of 4 rows -------------------------------------------------- */
@@ -62,7 +56,7 @@ ML_INLINE float32x4_t ml_arm_block4(int32x4_t *acc, int32x4_t *prev, const int8_
     *xq += ML_QK;
     ML_UNROLL for (int i = 0; i < 4; i++) {
         acc[i] = kind == ML_ARM_Q4 ? ml_arm_dot_q4(acc[i], w[i], &xs) : ml_arm_dot_q8(acc[i], w[i], &xs);
-        w[i] += kind == ML_ARM_Q4 ? ML_Q4_BLOCK_BYTES : ML_Q8_BLOCK_BYTES;
+        w[i] += ml_arm_wbytes(kind);
     }
     const int32x4_t total = ml_arm_reduce4(acc), sumi = vsubq_s32(total, *prev);
     *prev = total;
@@ -74,10 +68,9 @@ ML_INLINE float32x4_t ml_arm_block4(int32x4_t *acc, int32x4_t *prev, const int8_
  * transpose; the last nb % 4 blocks one at a time. */
 ML_INLINE void ml_arm_rows(float *y, const int8_t *wq, size_t wstride, const float *wd, int nb, const int8_t *xq,
                            const float *xd, int nr, int kind) {
-    /* rows past nr repeat row 0: their lanes are computed and ignored */
-    const size_t ws = nr == 4 ? wstride : 0, ds = nr == 4 ? (size_t)nb : 0;
-    const int8_t *w[4] = {wq, wq + ws, wq + 2 * ws, wq + 3 * ws};
-    const float *d[4] = {wd, wd + ds, wd + 2 * ds, wd + 3 * ds};
+    const int8_t *w[4];
+    const float *d[4];
+    ml_arm_rows4(w, d, wq, wstride, wd, nb, nr);
     int32x4_t acc[4] = {vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0)};
     int32x4_t prev = vdupq_n_s32(0);
     ml_arm_f4 sum = ml_arm_f4_zero();
@@ -98,7 +91,7 @@ ML_INLINE void ml_arm_rows(float *y, const int8_t *wq, size_t wstride, const flo
 
 ML_INLINE void ml_arm_matvec(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1, int kind) {
     const int nb = W->cols / ML_QK;
-    const size_t wstride = (size_t)nb * (kind == ML_ARM_Q4 ? ML_Q4_BLOCK_BYTES : ML_Q8_BLOCK_BYTES);
+    const size_t wstride = (size_t)nb * ml_arm_wbytes(kind);
     int r = r0;
     for (; r + 4 <= r1; r += 4)
         ml_arm_rows(y + r, W->q + (size_t)r * wstride, wstride, W->d + (size_t)r * (size_t)nb, nb, x->q, x->d, 4,

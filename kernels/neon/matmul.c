@@ -1,5 +1,9 @@
-/* matmul for the neon build: its own matvecs over row tiles
- * (kernels/matmul_tiles.h), weights read from memory once per batch. */
-#include "kernels/matmul_tiles.h"
+/* Y = W X for a batch of tokens, Q8_0 and Q4_0 weights, neon (ARMv7 and
+ * AArch64): vmull_s8 block dots on 4-row blocks loaded once per tile of
+ * tokens (neon_mm.h) in the shared ARM matmul body
+ * (kernels/arm/matmul_body.h). */
+#include "kernels/neon/neon_mm.h"
 
-ML_MATMUL_BY_TILES(neon)
+#include "kernels/arm/matmul_body.h"
+
+ML_ARM_MATMUL(neon)

@@ -9,12 +9,22 @@
 
 #include "kernels/arm/arm_vec.h"
 
-ML_INLINE int32x4_t ml_arm_dot_i8(int32x4_t acc, int8x16_t w0, int8x16_t w1, const ml_arm_x *xs) {
+/* The 32 products of one row's block, two to an int16 lane. */
+typedef struct {
+    int16x8_t p0, p1;
+} ml_neon_prod;
+
+ML_INLINE ml_neon_prod ml_neon_products(int8x16_t w0, int8x16_t w1, const ml_arm_x *xs) {
     int16x8_t p0 = vmull_s8(vget_low_s8(w0), vget_low_s8(xs->x0));
     int16x8_t p1 = vmull_s8(vget_low_s8(w1), vget_low_s8(xs->x1));
-    p0 = vmlal_s8(p0, vget_high_s8(w0), vget_high_s8(xs->x0));
-    p1 = vmlal_s8(p1, vget_high_s8(w1), vget_high_s8(xs->x1));
-    return vpadalq_s16(vpadalq_s16(acc, p0), p1);
+    p0 = ml_arm_mlal_hi_s8(p0, w0, xs->x0);
+    p1 = ml_arm_mlal_hi_s8(p1, w1, xs->x1);
+    return (ml_neon_prod){p0, p1};
+}
+
+ML_INLINE int32x4_t ml_arm_dot_i8(int32x4_t acc, int8x16_t w0, int8x16_t w1, const ml_arm_x *xs) {
+    const ml_neon_prod p = ml_neon_products(w0, w1, xs);
+    return vpadalq_s16(vpadalq_s16(acc, p.p0), p.p1);
 }
 
 #endif

@@ -1,5 +1,8 @@
-/* matmul for the neon_dotprod build: its own matvecs over row tiles
- * (kernels/matmul_tiles.h), weights read from memory once per batch. */
-#include "kernels/matmul_tiles.h"
+/* Y = W X for a batch of tokens, Q8_0 and Q4_0 weights, neon_dotprod: the
+ * 4-row blocks transposed for the indexed sdot (dotprod_mm.h) in the shared
+ * ARM matmul body (kernels/arm/matmul_body.h). */
+#include "kernels/neon_dotprod/dotprod_mm.h"
 
-ML_MATMUL_BY_TILES(neon_dotprod)
+#include "kernels/arm/matmul_body.h"
+
+ML_ARM_MATMUL(neon_dotprod)
