@@ -83,22 +83,13 @@ ML_INLINE void ml_arm_matmul(float *Y, int ldy, const ml_qtensor *W, const ml_qb
     for (; r < r1; r++) ml_arm_mm_rows(Y, (size_t)ldy, W, X, r, 1, kind);
 }
 
-/* gcc 12's scheduler before register allocation interleaves the tile's
- * tokens until their sums spill to the stack (measured: +11% instructions
- * for neon_dotprod Q8_0); without it the tile stays in registers. */
-#if defined(__GNUC__) && !defined(__clang__)
-#define ML_ARM_MM_NOSCHED __attribute__((optimize("no-schedule-insns")))
-#else
-#define ML_ARM_MM_NOSCHED
-#endif
-
 /* ml_k_matmul_q8_<isa> and ml_k_matmul_q4_<isa> over this body. */
 #define ML_ARM_MATMUL(isa)                                                                                     \
-    ML_ARM_MM_NOSCHED void ml_k_matmul_q8_##isa(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, \
+    ML_NO_PRESCHED void ml_k_matmul_q8_##isa(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, \
                                                 int r1) {                                                      \
         ml_arm_matmul(Y, ldy, W, X, r0, r1, ML_ARM_Q8);                                                        \
     }                                                                                                          \
-    ML_ARM_MM_NOSCHED void ml_k_matmul_q4_##isa(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, \
+    ML_NO_PRESCHED void ml_k_matmul_q4_##isa(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, \
                                                 int r1) {                                                      \
         ml_arm_matmul(Y, ldy, W, X, r0, r1, ML_ARM_Q4);                                                        \
     }
