@@ -29,10 +29,11 @@ typedef struct {
 
 #define ML_CLI_RUN (-1) /* ml_run_parse_args: go ahead and run */
 
-/* Prompt tokens per batch: ml_run's default (the fastest of -b 16..256 on
- * stories110M, docs/PERF.md), and the largest accepted (the loader's
- * largest context; the model caps it at its own). */
-#define ML_RUN_DEFAULT_BATCH 64
+/* Prompt tokens per batch: ml_run's default (of -b 16, 32, 64, 128, the
+ * fastest pp128 on stories110M and TinyLlama, docs/PERF.md: a 128-token
+ * prompt in one batch, as llama-bench runs it), and the largest accepted
+ * (the loader's largest context; the model caps it at its own). */
+#define ML_RUN_DEFAULT_BATCH 128
 #define ML_CLI_MAX_BATCH (1L << 20)
 
 /* Parse ml_run's argv into o. Returns ML_CLI_RUN; ML_EXIT_OK for -h/--help

@@ -95,7 +95,7 @@ fi
 if [[ $BUILD == *pthread* ]]; then
     run --model-only --shape stories15M --wtype q4_0 --tokens 2 --reps 1 -t 1,2 -p 4
     if [ $? -eq 0 ] && model_line "$tmp/out" stories15M q4_0 1 && model_line "$tmp/out" stories15M q4_0 2 &&
-        prompt_line "$tmp/out" stories15M q4_0 2 4 64; then
+        prompt_line "$tmp/out" stories15M q4_0 2 4 128; then
         ok "-t 1,2: one line per thread count"
     else
         bad "-t 1,2: $(head -c 400 "$tmp/out") $(head -c 200 "$tmp/err")"
