@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make bench-all`: build every ISA this machine runs (THREADS=pthread) and
-# print their ml_bench figures side by side. Builds are benchmarked in
+# print their ml_bench figures side by side (rows by #row kind: model = decode
+# tg, pp128 = the batched prompt, bw, kernels). Builds are benchmarked in
 # interleaved rounds (a, b, c, a, b, c, ...) so a noisy neighbour hurts every
 # column alike; each cell is the median over the rounds.
 # env: ISAS (default: the x86 ladder), BENCH_ARGS (passed to ml_bench), ROUNDS (default 3)
