@@ -2,8 +2,9 @@
  * (kernels/avx2/matvec_q*.c, kernels/avxvnni/matvec_q*.c), which differ in
  * the multiply only (vpmaddubsw + vpmaddwd, or vpdpbusd):
  *   Q8_0: one 32-element block per 256-bit register; |x| * (w * sign(x))
- *         = x * w, |x| shared by the 4 rows. A step (two blocks) goes in
- *         Q4_0's pair order below, so its dot needs no lane-crossing add.
+ *         = x * w, |x| shared by the 4 rows. The matmul's step (two
+ *         blocks) goes in Q4_0's pair order below: the weights' shuffle is
+ *         shared by its tokens and a dot needs no lane-crossing add.
  *   Q4_0: two blocks per dot: their 32 nibble bytes (contiguous) load as
  *         [A | B]; masking gives the low nibbles [A 0..15 | B 0..15], a shift
  *         the high ones [A 16..31 | B 16..31]. The activations of the pair
@@ -33,11 +34,15 @@ typedef struct {
     __m256i lo, hi, corr;
 } ml_avx2_x2;
 
-/* A Q8_0 pair of blocks' activations in pair order (as ml_avx2_x2) and
- * their absolute values. */
+/* A Q8_0 step's activations: two blocks' x and |x|. */
+typedef struct {
+    ml_avx2_x b[2];
+} ml_avx2_xq8;
+
+/* The same in pair order (as ml_avx2_x2): x and |x|. */
 typedef struct {
     __m256i lo, hi, alo, ahi;
-} ml_avx2_xq8;
+} ml_avx2_xq8p;
 
 /* A row's pair of blocks in pair order, prepared once for its dots: Q8_0
  * bytes [A 0..15 | B 0..15], [A 16..31 | B 16..31], or Q4_0 nibbles. */
@@ -65,6 +70,11 @@ ML_INLINE __m256i ml_avx2_wsign(const int8_t *w, const ml_avx2_x *xs) {
 }
 
 ML_INLINE void ml_avx2_xprep2_q8(ml_avx2_xq8 *xs, const int8_t *xq) {
+    ml_avx2_xprep_q8(&xs->b[0], xq);
+    ml_avx2_xprep_q8(&xs->b[1], xq + ML_QK);
+}
+
+ML_INLINE void ml_avx2_xprep2_q8p(ml_avx2_xq8p *xs, const int8_t *xq) {
     ml_avx2_pair(xq, &xs->lo, &xs->hi);
     xs->alo = _mm256_abs_epi8(xs->lo);
     xs->ahi = _mm256_abs_epi8(xs->hi);

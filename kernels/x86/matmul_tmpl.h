@@ -23,6 +23,11 @@
 #include "config/ml_kernels.h"
 #include "kernels/kernel_util.h"
 
+#ifndef MM_OWN_X
+typedef mv_x mm_x;
+#define mm_xprep mv_xprep
+#endif
+
 /* Tokens per register tile: each prepared row serves 8 tokens. Measured
  * (matmul over 64 tokens, avx2/sse41/avxvnni, 768x768 and 2048x2048): 8
  * beat 4 by 5-20% and 2 by more; the spills it costs on x86 go to L1. */
@@ -48,8 +53,8 @@ ML_INLINE void mm_tile(float *Y, size_t ldy, const int8_t *wq, size_t wstride, c
             mv_w wp[4];
             ML_UNROLL for (int i = 0; i < 4; i++) mv_wprep(&wp[i], wq + (size_t)i * ws + (size_t)bk * MV_WBYTES);
             ML_UNROLL for (int j = 0; j < nt; j++) {
-                mv_x xs;
-                mv_xprep(&xs, xq + (size_t)j * xn + (size_t)bk * ML_QK);
+                mm_x xs;
+                mm_xprep(&xs, xq + (size_t)j * xn + (size_t)bk * ML_QK);
                 __m128 s[MV_STEP];
                 mv_xscales(s, dw + k * MV_STEP, xd + (size_t)j * xnb + bk, MV_STEP);
                 mv_vi v[4];

@@ -17,6 +17,12 @@ ML_INLINE __m256i mv256_quads(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {
     return _mm256_add_epi32(_mm256_unpacklo_epi64(t01, t23), _mm256_unpackhi_epi64(t01, t23));
 }
 
+/* Two one-block dots (any 8 lanes each) -> a step's dot: [d0 lo + d0 hi |
+ * d1 lo + d1 hi]. One lane-crossing shuffle; the blend is cheap. */
+ML_INLINE __m256i mv256_pair(__m256i d0, __m256i d1) {
+    return _mm256_add_epi32(_mm256_permute2x128_si256(d0, d1, 0x21), _mm256_blend_epi32(d0, d1, 0xF0));
+}
+
 /* The 4 rows' step dots -> [block 0: sumi rows 0..3 | block 1: rows 0..3] */
 ML_INLINE __m256i mv_block_sums(const __m256i *v) { return mv256_quads(v[0], v[1], v[2], v[3]); }
 

@@ -34,6 +34,12 @@
  *                              dots; the matmul (kernels/x86/matmul_tmpl.h)
  *                              prepares them once for a tile of tokens
  *   mv_wdot(wp, xs) -> mv_vi   a row's dot of a step in mv_block_sums' layout
+ *   MM_OWN_X                   (optional) the matmul prepares its steps'
+ *                              activations its own way (mm_x, mm_xprep; the
+ *                              operand of mv_wdot), and the matvec keeps
+ *                              mv_x, mv_xprep and its own mv_dot(w, xs):
+ *                              for a layout that pays only when the
+ *                              weights' preparation is shared by tokens
  *   mv_x1, mv_xprep1, mv_dot1  the same for one block (its int32 lanes sum
  *                              to the block's sumi)                        */
 #include <stddef.h>
@@ -83,12 +89,14 @@ ML_INLINE void mv_scales4(__m128 *s, const float *d, size_t nb, const float *xd)
     mv_xscales(s, w, xd, 4);
 }
 
+#ifndef MM_OWN_X
 /* A row's dot of a step: its weights prepared, then multiplied. */
 ML_INLINE mv_vi mv_dot(const int8_t *w, const mv_x *xs) {
     mv_w wp;
     mv_wprep(&wp, w);
     return mv_wdot(&wp, xs);
 }
+#endif
 
 /* acc + one block of 4 rows (w, d: row 0's block and scale; rows ws bytes
  * and ds scales apart), lanes = rows: the tail of nb % 4 blocks */
