@@ -69,6 +69,7 @@ typedef struct {
     const ml_tokenizer *tok;
     FILE *logits, *ids; /* write errors stay in ferror(): finish_outputs reports them */
     int printed;        /* some text went to stdout */
+    double t_prompt;    /* when the prompt had run (ml_cli_now) */
 } run_ctx;
 
 /* Print a piece, dropping raw control bytes (a byte-fallback token can be
@@ -88,6 +89,12 @@ static void on_token(void *ud, int prev, int token) {
     if (piece) print_piece(piece, len);
     r->printed = 1;
     if (r->ids) fprintf(r->ids, "%d\n", token);
+}
+
+static void on_prompt_done(void *ud, int n_prompt) {
+    run_ctx *r = ud;
+    (void)n_prompt;
+    r->t_prompt = ml_cli_now();
 }
 
 static void on_logits(void *ud, int pos, const float *logits, int vocab) {
@@ -206,7 +213,8 @@ int ml_main(int argc, char **argv) {
     /* on_token sees every token after the first, forced or sampled; the
      * prompt's own pieces are echoed as they are fed, like llama2.c. */
     if (r.ids) fprintf(r.ids, "%d\n", prompt[0]);
-    ml_gen_callbacks cb = {.on_logits = r.logits ? on_logits : NULL, .on_token = on_token, .ud = &r};
+    ml_gen_callbacks cb = {.on_logits = r.logits ? on_logits : NULL, .on_token = on_token,
+                           .on_prompt_done = on_prompt_done, .ud = &r};
     ml_sampler smp;
     unsigned long long seed = o.seed ? o.seed : (unsigned long long)time(NULL);
     ml_sampler_init(&smp, c->vocab, (float)o.temperature, (float)o.topp, seed, m.s.sampler_scratch);
@@ -225,8 +233,11 @@ int ml_main(int argc, char **argv) {
         goto done;
     }
     if ((rc = finish_outputs(outs, 2, ML_EXIT_OK)) != ML_EXIT_OK) goto done;
-    fprintf(stderr, "ml_run: %d tokens in %.3f s: %.1f tok/s, %.3f ms/token\n", n_pos, dt,
-            dt > 0 ? n_pos / dt : 0.0, n_pos ? dt * 1e3 / n_pos : 0.0);
+    double dp = r.t_prompt - t1, dg = dt - dp;
+    fprintf(stderr, "ml_run: %d tokens in %.3f s: %.1f tok/s, %.3f ms/token; prompt %d in %.3f s (%.1f tok/s, -b %d),"
+            " then %d in %.3f s (%.1f tok/s)\n", n_pos, dt, dt > 0 ? n_pos / dt : 0.0, n_pos ? dt * 1e3 / n_pos : 0.0,
+            n_prompt, dp, dp > 0 ? n_prompt / dp : 0.0, m.b.cap > 1 ? m.b.cap : 1, n_pos - n_prompt, dg,
+            dg > 0 ? (n_pos - n_prompt) / dg : 0.0);
 done:
     rc = finish_outputs(outs, 2, rc);
     free(prompt);

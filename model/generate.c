@@ -35,6 +35,7 @@ ml_status ml_generate(ml_model *m, ml_sampler *smp, const int *prompt, int n_pro
     *n_pos = n_prompt;
     if (!each && cb && cb->on_token)
         for (int i = 1; i < n_prompt; i++) cb->on_token(cb->ud, prompt[i - 1], prompt[i]);
+    if (cb && cb->on_prompt_done) cb->on_prompt_done(cb->ud, n_prompt);
 
     /* Then token by token from the last prompt position's logits. */
     int token = prompt[n_prompt - 1];

@@ -17,6 +17,9 @@ typedef struct {
     /* Called with each token that follows `prev` (forced or sampled), except
      * a final stop token. Optional. */
     void (*on_token)(void *ud, int prev, int token);
+    /* Called once the whole prompt has run, before the first sampled
+     * token (ml_run times the prompt with it). Optional. */
+    void (*on_prompt_done)(void *ud, int n_prompt);
     void *ud;
 } ml_gen_callbacks;
 

@@ -170,6 +170,9 @@ if [ -f "$S260/stories260K.bin" ]; then
         "[ \"\$(sha256sum '$tmp/golden.f32' | cut -d' ' -f1)\" = \"\$(cat tests/golden/stories260K_q8_0.logits64.sha256)\" ]"
     long="Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends. One day, she saw a big red ball under a tree and she ran to get it, but a small dog took the ball and ran away. Lily"
     compare_batches "golden: stories260K Q8_0" "$m" "$S260/tok512.bin" "$long" 84 100
+    run -m "$m" -z "$S260/tok512.bin" -i "$long" -n 100 --temp 0 2>"$tmp/timing.err" >/dev/null
+    check "golden: ml_run times the prompt apart: '$(tail -n 1 "$tmp/timing.err")'" \
+        "grep -qE '^ml_run: 100 tokens in .*; prompt 84 in [0-9.]+ s \\([0-9.]+ tok/s, -b 128\\), then 16 in ' '$tmp/timing.err'"
     compare_batches "golden: stories260K Q4_0" "$(convert "$S260/stories260K.bin" stories260K q4_0)" "$S260/tok512.bin" "$long" 84 100
     hf=$(convert "$MODELS/stories260K-hf" stories260K-hf q8_0)
     run -m "$hf" -z "$S260/tok512.bin" -i "Once upon a time" -n 128 --temp 0 --ids "$tmp/hf.ids" >/dev/null 2>&1
