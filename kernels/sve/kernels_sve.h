@@ -1,7 +1,8 @@
 /* Which kernels kernels/sve/ implements (1) and which fall back to the
  * next lower ISA of the chain (0). See config/ml_config.h.
- * sve has the two matvecs (rows in lanes at any vector length,
- * sve_matvec.h), where nearly all of a token's instructions go. The float
+ * sve has the two matvecs and the two matmuls (rows in lanes at any vector
+ * length, sve_matvec.h, sve_matmul.h), where nearly all of a token's
+ * instructions go. The float
  * kernels stay with neon: the sums (dot_f32, rmsnorm, softmax) are fixed at
  * 8 lanes by kernels/canon.h rule 2, so a wider vector cannot shorten them,
  * and the element-wise ones (add, axpy, silu_mul, rope) handle dim- and
