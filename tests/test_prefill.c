@@ -53,7 +53,8 @@ static float ref_logits[SEQ][MAXV];
 static float got_logits[SEQ][MAXV];
 static int prompt[SEQ];
 
-typedef struct { int calls, bad_order, next; } collector;
+/* vocab: the logits a callback gets (fewer than a row of got_logits). */
+typedef struct { int calls, bad_order, next, vocab; } collector;
 
 static ml_status collect(void *ud, int pos, const float *logits, ml_err *err) {
     collector *c = ud;
@@ -61,7 +62,7 @@ static ml_status collect(void *ud, int pos, const float *logits, ml_err *err) {
     c->bad_order += pos != c->next;
     c->next = pos + 1;
     c->calls++;
-    if (pos >= 0 && pos < SEQ) memcpy(got_logits[pos], logits, sizeof got_logits[pos]);
+    if (pos >= 0 && pos < SEQ) memcpy(got_logits[pos], logits, (size_t)c->vocab * sizeof *logits);
     return ML_OK;
 }
 
@@ -85,7 +86,7 @@ static void compare(const shape *sh, const image *im, const ml_model *ref, int b
     ml_model m;
     ml_err err = {{0}};
     if (!open_model(&m, im, batch, 1, threads)) return;
-    collector col = {0, 0, 0};
+    collector col = {0, 0, 0, m.cfg.vocab};
     ml_status s = ML_OK;
     if (split) s = ml_forward_batch(&m, prompt, split, 0, collect, &col, &err);
     if (!s) s = ml_forward_batch(&m, prompt + split, PROMPT - split, split, collect, &col, &err);
@@ -157,7 +158,7 @@ static void test_bad_args(void) {
     if (!open_model(&m, &im, 1000, 0, 1)) return;
     CHECK(m.b.cap == SEQ, "a batch of 1000 is capped at the context %d, got %d", SEQ, m.b.cap);
     memset(m.s.key_cache, 0, (size_t)m.cfg.max_seq * m.cfg.kv_dim * sizeof(float));
-    collector col = {0, 0, 0};
+    collector col = {0, 0, 0, m.cfg.vocab};
     int bad_tok[3] = {1, 301, 2}, neg_tok[2] = {1, -1};
     struct { const int *tok; int n, pos0; ml_logits_fn each; const char *what; } cases[] = {
         {prompt, 0, 0, NULL, "n = 0"},
