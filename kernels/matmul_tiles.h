@@ -7,9 +7,9 @@
  * [r0, r1) is split), so a batch equals its tokens run one by one.
  *
  * kernels/scalar/matmul.c instantiates it over the scalar matvec: the
- * scalar twin, the reference every ISA's matmul matches. An ISA folder
- * without a matmul of its own uses this over its own matvec
- * (ML_MATMUL_BY_TILES in its matmul.c). */
+ * scalar twin, the reference every ISA's matmul matches. tools/insn_matmul.c
+ * instantiates it over an ISA's own matvec, the baseline its own matmul is
+ * counted against. */
 #ifndef ML_MATMUL_TILES_H
 #define ML_MATMUL_TILES_H
 

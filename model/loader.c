@@ -325,9 +325,9 @@ static ml_status open_loaded(ml_model *m, const char *path, const ml_open_opts *
     if (opts->max_seq > 0 && opts->max_seq < m->cfg.max_seq) m->cfg.max_seq = opts->max_seq;
     if (opts->batch < 0)
         return ml_errf(err, ML_E_ARG, "batch: expected a token count >= 0, got %d", opts->batch);
-    /* A batch never holds more tokens than the context. */
-    m->b.cap = opts->batch <= 1 ? 0 : opts->batch < m->cfg.max_seq ? opts->batch : m->cfg.max_seq;
-    if (m->b.cap == 1) m->b.cap = 0;
+    /* A batch never holds more tokens than the context; one token is no batch. */
+    m->b.cap = opts->batch < m->cfg.max_seq ? opts->batch : m->cfg.max_seq;
+    if (m->b.cap <= 1) m->b.cap = 0;
     if ((s = map_weights(m, NULL, path, err))) return s;
     if ((s = carve_state(m, opts, err))) return s;
     if ((s = map_weights(m, m->w.layers, path, err))) return s;
