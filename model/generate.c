@@ -41,7 +41,7 @@ ml_status ml_generate(ml_model *m, ml_sampler *smp, const int *prompt, int n_pro
     int token = prompt[n_prompt - 1];
     for (int pos = n_prompt - 1;;) {
         int next = ml_sample(smp, m->s.logits);
-        if (next == ML_TOKEN_BOS || next == ML_TOKEN_EOS) break;
+        if (next == ML_TOK_BOS || next == ML_TOK_EOS) break;
         if (cb && cb->on_token) cb->on_token(cb->ud, token, next);
         token = next;
         if (++pos >= steps) break;

@@ -6,9 +6,7 @@
 
 #include "model/model.h"
 #include "model/sampler.h"
-
-#define ML_TOKEN_BOS 1
-#define ML_TOKEN_EOS 2
+#include "model/tokenizer.h" /* ML_TOK_BOS, ML_TOK_EOS: the stop tokens */
 
 typedef struct {
     /* Called for every position with its logits, before sampling. Optional;
