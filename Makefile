@@ -80,7 +80,9 @@ endif
 # ---- sources ----
 LIB_SRC    := $(wildcard core/*.c model/*.c ops/*.c)
 GUARD_SRC  := core/isa_check.c app/main_guard.c
-LIB_SRC    := $(filter-out $(GUARD_SRC),$(LIB_SRC))
+# The random .mlb writer serves the tests and ml_bench only (TEST_LIB_OBJ).
+TEST_LIB_SRC := model/mlb_random.c
+LIB_SRC    := $(filter-out $(GUARD_SRC) $(TEST_LIB_SRC),$(LIB_SRC))
 # ASM=1: the kernels that kernels/<isa>/asm.mk lists (ASM_SRC += kernels/<isa>/name.S)
 # come from name.S instead of name.c.
 ASM_SRC    :=
@@ -91,6 +93,7 @@ TEST_SRC   := $(wildcard tests/test_*.c)
 
 obj = $(patsubst %,$(BUILD)/obj/%.o,$(basename $(1)))
 LIB_OBJ    := $(call obj,$(LIB_SRC) $(KERN_SRC) $(ASM_FILES))
+TEST_LIB_OBJ := $(call obj,$(TEST_LIB_SRC))
 GUARD_OBJ  := $(call obj,$(GUARD_SRC))
 APP_OBJ    := $(call obj,app/cli.c)
 PROGS      := $(BUILD)/ml_run $(BUILD)/ml_bench $(BUILD)/ml_perplexity
@@ -126,7 +129,7 @@ $(GEN_H): $(ISA_LIST) tools/isas.awk
 	$(call isas,header) >$@
 
 # ---- objects: baseline flags (BASE_FLAGS), except kernels/<isa>/ and the guard ----
-$(LIB_OBJ) $(GUARD_OBJ) $(APP_OBJ) $(call obj,$(wildcard app/*.c) $(TEST_SRC)): | $(GEN_H) $(M32_ASM)
+$(LIB_OBJ) $(TEST_LIB_OBJ) $(GUARD_OBJ) $(APP_OBJ) $(call obj,$(wildcard app/*.c) $(TEST_SRC)): | $(GEN_H) $(M32_ASM)
 $(BUILD)/m32-include/asm:
 	@mkdir -p $(@D)
 	ln -sfn /usr/include/$(shell $(CC) -print-multiarch)/asm $@
@@ -148,8 +151,8 @@ $(BUILD)/obj/%.o: %.c
 $(BUILD)/ml_run $(BUILD)/ml_bench $(BUILD)/ml_perplexity: $(BUILD)/%: $(BUILD)/obj/app/%.o $(APP_OBJ) $(GUARD_OBJ) $(LIB_OBJ)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 $(BUILD)/ml_perplexity: $(call obj,app/perplexity.c)
-$(BUILD)/ml_bench: $(call obj,$(wildcard app/bench_*.c))
-$(TESTS): $(BUILD)/%: $(BUILD)/obj/tests/%.o $(GUARD_OBJ) $(LIB_OBJ)
+$(BUILD)/ml_bench: $(call obj,$(wildcard app/bench_*.c)) $(TEST_LIB_OBJ)
+$(TESTS): $(BUILD)/%: $(BUILD)/obj/tests/%.o $(GUARD_OBJ) $(LIB_OBJ) $(TEST_LIB_OBJ)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(TEST_LDFLAGS_$(notdir $@))
 
 # test_noalloc counts the allocations our own objects make after load.
