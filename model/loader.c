@@ -88,116 +88,112 @@ static ml_status parse_header(ml_config *c, const ml_file *f, const char *path, 
     return ML_OK;
 }
 
-/* ---- tensors: walk the fixed array order, checking each against the file -- */
+/* ---- tensors: walk the table's arrays, checking each against the file ---- */
 
 typedef struct {
     const ml_file *f;
     const char *path;
-    uint64_t off;  /* next free byte */
+    uint64_t off;  /* end of the last array taken */
     ml_err *err;
     ml_status status;
-    int check_values; /* first pass only: scan scales and norms */
+    int check_values; /* first pass only: scan scales, norms and Q8_0 quants */
 } cursor;
 
-/* Claim n bytes at the next 64-byte boundary; NULL (and status set) if they
- * run past the end of the file. */
-static const void *take(cursor *c, uint64_t n, const char *name, int layer) {
+/* Array a's bytes; NULL (and status set) if they run past the end of the
+ * file or the padding before them is not zero. */
+static const void *take(cursor *c, const ml_mlb_array *a) {
     if (c->status) return NULL;
-    uint64_t at = (c->off + ML_ALIGN - 1) / ML_ALIGN * ML_ALIGN;
-    if (at > c->f->size || n > c->f->size - at) {
+    const char *name = a->t->name;
+    if (a->off > c->f->size || a->bytes > c->f->size - a->off) {
         c->status = ml_errf(c->err, ML_E_FORMAT,
                             "%s: truncated: tensor %s (layer %d) needs bytes %llu..%llu, file has %zu",
-                            c->path, name, layer, (unsigned long long)at,
-                            (unsigned long long)(at + n), c->f->size);
+                            c->path, name, a->layer, (unsigned long long)a->off,
+                            (unsigned long long)(a->off + a->bytes), c->f->size);
         return NULL;
     }
     /* The format's padding is zero bytes: data there means a writer that
      * aligned the arrays differently, whose file could otherwise have the
      * right length and load as garbage. */
-    for (uint64_t i = c->off; c->check_values && i < at; i++) {
+    for (uint64_t i = c->off; c->check_values && i < a->off; i++) {
         if (c->f->data[i]) {
             c->status = ml_errf(c->err, ML_E_FORMAT,
                                 "%s: padding before tensor %s (layer %d): byte %llu is 0x%02x, expected 0"
                                 " (arrays start at multiples of %d; not a .mlb layout)",
-                                c->path, name, layer, (unsigned long long)i, c->f->data[i], ML_ALIGN);
+                                c->path, name, a->layer, (unsigned long long)i, c->f->data[i], ML_ALIGN);
             return NULL;
         }
     }
-    c->off = at + n;
-    return c->f->data + at;
+    c->off = a->off + a->bytes;
+    return c->f->data + a->off;
 }
 
 /* Non-finite scales or norm weights would silently turn every later value
  * into NaN, so they are refused at load. */
-static void check_finite(cursor *c, const float *v, uint64_t n, const char *name, int layer) {
+static void check_finite(cursor *c, const float *v, const ml_mlb_array *a) {
     if (c->status || !v || !c->check_values) return;
+    uint64_t n = a->bytes / sizeof(float);
     for (uint64_t i = 0; i < n; i++) {
         if (!isfinite(v[i])) {
             c->status = ml_errf(c->err, ML_E_FORMAT, "%s: tensor %s (layer %d) element %llu is %g",
-                                c->path, name, layer, (unsigned long long)i, (double)v[i]);
+                                c->path, a->t->name, a->layer, (unsigned long long)i, (double)v[i]);
             return;
         }
     }
-}
-
-static const float *take_norm(cursor *c, int n, const char *name, int layer) {
-    const float *v = take(c, (uint64_t)n * sizeof(float), name, layer);
-    check_finite(c, v, (uint64_t)n, name, layer);
-    return v;
 }
 
 /* Q8_0 quants are symmetric, [-127, 127] (DESIGN §4): the x86 kernels
  * multiply |x| by w * sign(x), and -(-128) does not fit int8, so a -128 from
  * a foreign writer would give each ISA a different answer. One memchr pass
  * over the quants (the first pass maps them anyway). */
-static void check_q8_range(cursor *c, const int8_t *q, int rows, int cols, const char *name, int layer) {
+static void check_q8_range(cursor *c, const int8_t *q, const ml_mlb_array *a) {
     if (c->status || !q || !c->check_values) return;
-    const int8_t *hit = memchr(q, 0x80, (size_t)rows * (size_t)cols);
+    const int8_t *hit = memchr(q, 0x80, (size_t)a->rows * (size_t)a->cols);
     if (hit) {
-        size_t i = (size_t)(hit - q);
+        size_t i = (size_t)(hit - q), cols = a->cols;
         c->status = ml_errf(c->err, ML_E_FORMAT,
                             "%s: tensor %s (layer %d) row %zu block %zu: Q8_0 quant -128 (element %zu),"
                             " expected -%d..%d",
-                            c->path, name, layer, i / (size_t)cols, i % (size_t)cols / ML_QK, i, ML_Q8_MAX,
+                            c->path, a->t->name, a->layer, i / cols, i % cols / ML_QK, i, ML_Q8_MAX,
                             ML_Q8_MAX);
     }
 }
 
-static ml_qtensor take_matrix(cursor *c, int type, int rows, int cols, const char *name, int layer) {
-    ml_qtensor t = {.rows = rows, .cols = cols, .type = (uint8_t)type};
-    uint64_t n = (uint64_t)rows * (uint64_t)cols;
-    t.q = (int8_t *)take(c, ml_quant_bytes(type, n), name, layer);
-    if (type == ML_TYPE_Q8_0) check_q8_range(c, t.q, rows, cols, name, layer);
-    t.d = (float *)take(c, n / ML_QK * sizeof(float), name, layer);
-    check_finite(c, t.d, n / ML_QK, name, layer);
-    return t;
+/* Array a into its view: the table row names the field of ml_weights or of
+ * the layer's ml_layer. */
+static void map_array(cursor *c, const ml_mlb_array *a, ml_weights *w, ml_layer *layer, int wtype) {
+    const void *p = take(c, a);
+    char *field = (a->layer < 0 ? (char *)w : (char *)layer) + a->t->field;
+    if (a->part == ML_MLB_FLOATS) {
+        check_finite(c, p, a);
+        *(const float **)(void *)field = p;
+        return;
+    }
+    ml_qtensor *t = (ml_qtensor *)(void *)field;
+    if (a->part == ML_MLB_QUANTS) {
+        *t = (ml_qtensor){.q = (int8_t *)p, .rows = (int)a->rows, .cols = (int)a->cols, .type = (uint8_t)wtype};
+        if (wtype == ML_TYPE_Q8_0) check_q8_range(c, p, a);
+    } else {
+        t->d = (float *)p;
+        check_finite(c, p, a);
+    }
 }
 
 /* Walk every array of the file. With layers == NULL it only validates (run
  * before the arena exists, so a damaged file never costs an allocation). */
 static ml_status map_weights(ml_model *m, ml_layer *layers, const char *path, ml_err *err) {
-    const ml_config *c = &m->cfg;
     cursor cur = {.f = &m->file, .path = path, .off = ML_MLB_HEADER_BYTES, .err = err,
                   .check_values = layers == NULL};
-    int t = c->wtype;
+    ml_mlb_header h;
+    memcpy(&h, m->file.data, sizeof h); /* checked by parse_header */
     ml_weights *w = &m->w;
     ml_layer scratch;
-    w->tok_emb = take_matrix(&cur, t, c->vocab, c->dim, "tok_emb", -1);
-    for (int l = 0; l < c->n_layers; l++) {
-        ml_layer *L = layers ? &layers[l] : &scratch;
-        L->attn_norm = take_norm(&cur, c->dim, "attn_norm", l);
-        L->wq = take_matrix(&cur, t, c->dim, c->dim, "wq", l);
-        L->wk = take_matrix(&cur, t, c->kv_dim, c->dim, "wk", l);
-        L->wv = take_matrix(&cur, t, c->kv_dim, c->dim, "wv", l);
-        L->wo = take_matrix(&cur, t, c->dim, c->dim, "wo", l);
-        L->ffn_norm = take_norm(&cur, c->dim, "ffn_norm", l);
-        L->w1 = take_matrix(&cur, t, c->hidden_dim, c->dim, "w1", l);
-        L->w2 = take_matrix(&cur, t, c->dim, c->hidden_dim, "w2", l);
-        L->w3 = take_matrix(&cur, t, c->hidden_dim, c->dim, "w3", l);
-    }
-    w->final_norm = take_norm(&cur, c->dim, "final_norm", -1);
-    w->wcls = c->shared_classifier ? w->tok_emb : take_matrix(&cur, t, c->vocab, c->dim, "wcls", -1);
+    ml_mlb_walk walk;
+    ml_mlb_array a;
+    ml_mlb_walk_init(&walk, &h);
+    while (!cur.status && ml_mlb_walk_next(&walk, &a))
+        map_array(&cur, &a, w, a.layer < 0 ? NULL : layers ? &layers[a.layer] : &scratch, m->cfg.wtype);
     if (cur.status) return cur.status;
+    if (m->cfg.shared_classifier) w->wcls = w->tok_emb;
     if (cur.off != m->file.size)
         return ml_errf(err, ML_E_FORMAT, "%s: file size: expected %llu bytes for this header, got %zu",
                        path, (unsigned long long)cur.off, m->file.size);
@@ -207,94 +203,80 @@ static ml_status map_weights(ml_model *m, ml_layer *layers, const char *path, ml
 
 /* ---- run state: one arena --------------------------------------------- */
 
-/* Each buffer's byte size; the arena is their sum after 64-byte rounding.
- * All factors are bounded by the header checks (the batch by the context),
- * so uint64 cannot overflow. */
-typedef struct { uint64_t n[27]; int count; uint64_t total; } plan;
+/* The arena is planned and carved by one walk over the buffer list
+ * (run_buffers): without an arena it only sums the sizes after 64-byte
+ * rounding, with one it carves them in the same order, so no two lists
+ * must agree. All factors are bounded by the header checks (the batch by
+ * the context), so uint64 cannot overflow; the carve runs only once the
+ * sum is known to fit size_t. */
+typedef struct {
+    ml_arena *arena; /* NULL: count only */
+    uint64_t total;
+} planner;
 
-static void plan_add(plan *p, uint64_t bytes) {
-    p->n[p->count++] = bytes;
+static void *buf(planner *p, uint64_t bytes) {
     p->total += (bytes + ML_ALIGN - 1) / ML_ALIGN * ML_ALIGN;
+    return p->arena ? ml_arena_alloc(p->arena, (size_t)bytes) : NULL;
 }
 
-/* The prompt batch's buffers (ml_batch_state), in field order; none when
- * cap is 0. */
-static void plan_batch(plan *p, const ml_config *c, uint64_t cap, uint64_t widest, int all_logits) {
-    uint64_t F = sizeof(float);
-    if (!cap) return;
-    for (int i = 0; i < 5; i++) plan_add(p, cap * (uint64_t)c->dim * F); /* x .. branch_out */
-    plan_add(p, cap * (uint64_t)c->hidden_dim * F);                      /* ffn_gate */
-    plan_add(p, cap * (uint64_t)c->hidden_dim * F);                      /* ffn_up */
-    plan_add(p, cap * widest);                                           /* x_q8.q */
-    plan_add(p, cap * (widest / ML_QK) * F);                             /* x_q8.d */
-    if (all_logits) plan_add(p, cap * (uint64_t)c->vocab * F);           /* logits */
-}
-
-static void carve_batch(ml_model *m, const plan *p, int *i, int all_logits) {
+/* Every run buffer, one line each, in arena order. */
+static void run_buffers(ml_model *m, planner *p, int all_logits) {
+    const ml_config *c = &m->cfg;
+    const uint64_t F = sizeof(float), dim = (uint64_t)c->dim, hidden = (uint64_t)c->hidden_dim;
+    const uint64_t vocab = (uint64_t)c->vocab, seq = (uint64_t)c->max_seq;
+    const uint64_t kv = (uint64_t)c->n_layers * seq * (uint64_t)c->kv_dim * F;
+    const uint64_t widest = dim > hidden ? dim : hidden;
+    const uint64_t half = seq * (uint64_t)(c->head_dim / 2) * F;
+    ml_state *st = &m->s;
+    m->w.layers        = buf(p, (uint64_t)c->n_layers * sizeof(ml_layer));
+    st->x              = buf(p, dim * F);
+    st->x_norm         = buf(p, dim * F);
+    st->attn_out       = buf(p, dim * F);
+    st->branch_out     = buf(p, dim * F);
+    st->ffn_gate       = buf(p, hidden * F);
+    st->ffn_up         = buf(p, hidden * F);
+    st->q              = buf(p, dim * F);
+    st->att_scores     = buf(p, (uint64_t)c->n_heads * seq * F);
+    st->logits         = buf(p, vocab * F);
+    st->key_cache      = buf(p, kv);
+    st->val_cache      = buf(p, kv);
+    st->rope_cos       = buf(p, half);
+    st->rope_sin       = buf(p, half);
+    st->x_q8.q         = buf(p, widest);
+    st->x_q8.d         = buf(p, widest / ML_QK * F);
+    st->sampler_scratch = buf(p, ml_sampler_scratch_bytes(c->vocab));
+    /* the prompt batch (ml_batch_state); none when cap is 0 */
     ml_batch_state *b = &m->b;
-    if (!b->cap) return;
-    float **rows[] = {&b->x, &b->x_norm, &b->q, &b->attn_out, &b->branch_out, &b->ffn_gate, &b->ffn_up};
-    for (size_t k = 0; k < sizeof rows / sizeof *rows; k++) *rows[k] = ml_arena_alloc(&m->arena, p->n[(*i)++]);
-    b->x_q8.q = ml_arena_alloc(&m->arena, p->n[(*i)++]);
-    b->x_q8.d = ml_arena_alloc(&m->arena, p->n[(*i)++]);
-    if (all_logits) b->logits = ml_arena_alloc(&m->arena, p->n[(*i)++]);
+    const uint64_t cap = (uint64_t)b->cap;
+    if (!cap) return;
+    b->x               = buf(p, cap * dim * F);
+    b->x_norm          = buf(p, cap * dim * F);
+    b->q               = buf(p, cap * dim * F);
+    b->attn_out        = buf(p, cap * dim * F);
+    b->branch_out      = buf(p, cap * dim * F);
+    b->ffn_gate        = buf(p, cap * hidden * F);
+    b->ffn_up          = buf(p, cap * hidden * F);
+    b->x_q8.q          = buf(p, cap * widest);
+    b->x_q8.d          = buf(p, cap * (widest / ML_QK) * F);
+    if (all_logits) b->logits = buf(p, cap * vocab * F);
 }
 
 static ml_status carve_state(ml_model *m, const ml_open_opts *opts, ml_err *err) {
     const ml_config *c = &m->cfg;
-    uint64_t F = sizeof(float);
-    uint64_t kv = (uint64_t)c->n_layers * (uint64_t)c->max_seq * (uint64_t)c->kv_dim * F;
-    uint64_t widest = (uint64_t)(c->dim > c->hidden_dim ? c->dim : c->hidden_dim);
-    uint64_t half = (uint64_t)c->max_seq * (uint64_t)(c->head_dim / 2) * F;
-    plan p = {0};
-    plan_add(&p, (uint64_t)c->n_layers * sizeof(ml_layer));
-    plan_add(&p, c->dim * F);                          /* x */
-    plan_add(&p, c->dim * F);                          /* x_norm */
-    plan_add(&p, c->dim * F);                          /* attn_out */
-    plan_add(&p, c->dim * F);                          /* branch_out */
-    plan_add(&p, c->hidden_dim * F);                   /* ffn_gate */
-    plan_add(&p, c->hidden_dim * F);                   /* ffn_up */
-    plan_add(&p, c->dim * F);                          /* q */
-    plan_add(&p, (uint64_t)c->n_heads * c->max_seq * F); /* att_scores */
-    plan_add(&p, c->vocab * F);                        /* logits */
-    plan_add(&p, kv);                                  /* key cache */
-    plan_add(&p, kv);                                  /* value cache */
-    plan_add(&p, half);                                /* rope cos */
-    plan_add(&p, half);                                /* rope sin */
-    plan_add(&p, widest);                              /* x_q8.q */
-    plan_add(&p, widest / ML_QK * F);                  /* x_q8.d */
-    plan_add(&p, ml_sampler_scratch_bytes(c->vocab));  /* sampler */
-    plan_batch(&p, c, (uint64_t)m->b.cap, widest, opts->all_logits);
-    if (p.total > (uint64_t)SIZE_MAX / 2)
+    uint64_t kv = (uint64_t)c->n_layers * (uint64_t)c->max_seq * (uint64_t)c->kv_dim * sizeof(float);
+    planner count = {0};
+    run_buffers(m, &count, opts->all_logits);
+    if (count.total > (uint64_t)SIZE_MAX / 2)
         return ml_errf(err, ML_E_NOMEM, "arena: %llu bytes exceed this address space (cap the context with -c)",
-                       (unsigned long long)p.total);
-    ml_status s = ml_arena_init(&m->arena, (size_t)p.total, err);
+                       (unsigned long long)count.total);
+    ml_status s = ml_arena_init(&m->arena, (size_t)count.total, err);
     if (s) {
         return ml_errf(err, ML_E_NOMEM,
                        "arena: cannot allocate %llu bytes (KV cache %llu bytes for max_seq %d; cap the context with -c)",
-                       (unsigned long long)p.total, (unsigned long long)(2 * kv), c->max_seq);
+                       (unsigned long long)count.total, (unsigned long long)(2 * kv), c->max_seq);
     }
-    ml_arena *a = &m->arena;
-    ml_state *st = &m->s;
-    int i = 0;
-    m->w.layers = ml_arena_alloc(a, p.n[i++]);
-    st->x = ml_arena_alloc(a, p.n[i++]);
-    st->x_norm = ml_arena_alloc(a, p.n[i++]);
-    st->attn_out = ml_arena_alloc(a, p.n[i++]);
-    st->branch_out = ml_arena_alloc(a, p.n[i++]);
-    st->ffn_gate = ml_arena_alloc(a, p.n[i++]);
-    st->ffn_up = ml_arena_alloc(a, p.n[i++]);
-    st->q = ml_arena_alloc(a, p.n[i++]);
-    st->att_scores = ml_arena_alloc(a, p.n[i++]);
-    st->logits = ml_arena_alloc(a, p.n[i++]);
-    st->key_cache = ml_arena_alloc(a, p.n[i++]);
-    st->val_cache = ml_arena_alloc(a, p.n[i++]);
-    st->rope_cos = ml_arena_alloc(a, p.n[i++]);
-    st->rope_sin = ml_arena_alloc(a, p.n[i++]);
-    st->x_q8.q = ml_arena_alloc(a, p.n[i++]);
-    st->x_q8.d = ml_arena_alloc(a, p.n[i++]);
-    st->sampler_scratch = ml_arena_alloc(a, p.n[i++]);
-    carve_batch(m, &p, &i, opts->all_logits);
+    planner carve = {.arena = &m->arena};
+    run_buffers(m, &carve, opts->all_logits);
     m->kv_bytes = (size_t)(2 * kv);
     return ML_OK;
 }

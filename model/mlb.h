@@ -4,7 +4,11 @@
  *   then arrays, each starting at the next multiple of 64 from file start
  *   (gaps are zero bytes); the file ends exactly at the end of the last array.
  *
- *   Array order ("X.q, X.d" for a quantized matrix, one array for an F32 norm):
+ *   The arrays are those of the tensor table ml_mlb_tensors (model/mlb_layout.c),
+ *   the one description that the loader, the random writer and the
+ *   malformed-file tests walk (tools/mlb.py is checked against it by
+ *   tests/test_mlb_layout.py). For version 1 it reads
+ *   ("X.q, X.d" for a quantized matrix, one array for an F32 norm):
  *     tok_emb.q, tok_emb.d                     (vocab, dim)      wtype
  *     per layer l = 0 .. n_layers-1:
  *       attn_norm                              (dim)             F32
@@ -62,5 +66,75 @@ _Static_assert(offsetof(ml_mlb_header, norm_eps) == 40, "norm_eps at 40");
 _Static_assert(offsetof(ml_mlb_header, wtype) == 44, "wtype at 44");
 _Static_assert(offsetof(ml_mlb_header, shared_classifier) == 48, "shared_classifier at 48");
 _Static_assert(offsetof(ml_mlb_header, pad) == 52, "padding from 52");
+
+/* ---- the tensor table -------------------------------------------------------
+ * One row per tensor, in file order. The per-layer rows are consecutive: the
+ * file holds them once per layer (l = 0 .. n_layers-1) where the first of
+ * them stands. A new optional tensor is one row with a present() rule; a new
+ * shape is one ml_mlb_dim. */
+
+/* A dimension of a tensor, in terms of the header (checked by the loader). */
+typedef enum {
+    ML_MLB_ONE,    /* 1: the second dimension of a vector */
+    ML_MLB_DIM,    /* dim */
+    ML_MLB_KV_DIM, /* n_kv_heads * (dim / n_heads) */
+    ML_MLB_HIDDEN, /* hidden_dim */
+    ML_MLB_VOCAB,  /* vocab */
+} ml_mlb_dim;
+
+/* How a tensor is stored (its type rule). */
+typedef enum {
+    ML_MLB_F32,   /* one array: rows*cols float32 */
+    ML_MLB_WTYPE, /* the header's wtype: the quants array, then the scales
+                     array (rows*cols/32 float32) */
+} ml_mlb_store;
+
+typedef struct ml_mlb_tensor {
+    const char *name;   /* as messages name it: "wq" */
+    uint8_t per_layer;  /* 1: once per layer */
+    uint8_t store;      /* ml_mlb_store */
+    uint8_t rows, cols; /* ml_mlb_dim: (out, in) of a matrix, (n, ML_MLB_ONE) of a vector */
+    int (*present)(const ml_mlb_header *h); /* NULL: always in the file */
+    size_t field;       /* where the loader puts its view: the offset of an
+                           ml_qtensor (WTYPE) or a const float * (F32) in
+                           ml_layer (per layer) or ml_weights (model/model.h) */
+} ml_mlb_tensor;
+
+extern const ml_mlb_tensor ml_mlb_tensors[];
+extern const int ml_mlb_n_tensors;
+
+/* ---- the arrays of one header, in file order ----------------------------- */
+
+typedef enum {
+    ML_MLB_QUANTS, /* X.q of a WTYPE tensor: ml_quant_bytes(wtype, rows*cols) */
+    ML_MLB_SCALES, /* X.d of a WTYPE tensor: rows*cols/32 float32 */
+    ML_MLB_FLOATS, /* the one array of an F32 tensor */
+} ml_mlb_part;
+
+typedef struct {
+    const ml_mlb_tensor *t;
+    int layer;           /* -1 for a tensor outside the layers */
+    int part;            /* ml_mlb_part */
+    uint32_t rows, cols; /* of the tensor */
+    uint64_t off, bytes; /* in the file: off is a multiple of 64 */
+} ml_mlb_array;
+
+/* A walk over the arrays of a header the loader accepts (parse_header's
+ * checks; the random writer's headers): ml_mlb_walk_init, then
+ * ml_mlb_walk_next until it returns 0. */
+typedef struct {
+    const ml_mlb_header *h;
+    int i;           /* table row */
+    int first;       /* first per-layer row */
+    int layer;       /* -1 outside the layers */
+    int part;        /* next part of row i */
+    uint64_t end;    /* end of the last array */
+} ml_mlb_walk;
+
+void ml_mlb_walk_init(ml_mlb_walk *w, const ml_mlb_header *h);
+int ml_mlb_walk_next(ml_mlb_walk *w, ml_mlb_array *a);
+
+/* Bytes of the whole file of header h: the end of its last array. */
+uint64_t ml_mlb_file_bytes(const ml_mlb_header *h);
 
 #endif

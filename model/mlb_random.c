@@ -1,5 +1,5 @@
-/* The random .mlb writer of model/mlb_random.h: one walk over the array
- * order of model/mlb.h, into a buffer, to a file, or only measuring. */
+/* The random .mlb writer of model/mlb_random.h: one walk over the arrays of
+ * the tensor table (model/mlb.h), into a buffer or to a file. */
 #include "model/mlb_random.h"
 
 #include <math.h>
@@ -49,7 +49,7 @@ ml_mlb_header ml_mlb_make_header(uint32_t dim, uint32_t n_layers, uint32_t n_hea
 
 /* ---- the arrays, in file order --------------------------------------------- */
 
-/* Where the bytes go: into buf, to f, or (neither) only counted. */
+/* Where the bytes go: into buf, or to f. */
 typedef struct {
     unsigned char *buf;
     FILE *f;
@@ -63,25 +63,21 @@ typedef struct {
  * a multiple of 8, so the quants are the same bytes as in one piece. */
 #define CHUNK 4096
 
-static int counting(const writer *w) { return !w->buf && !w->f; }
-
 static void emit(writer *w, const void *p, size_t n) {
     if (w->buf) memcpy(w->buf + w->off, p, n);
-    else if (w->f && fwrite(p, 1, n, w->f) != n) w->io_error = 1;
+    else if (fwrite(p, 1, n, w->f) != n) w->io_error = 1;
     w->off += n;
 }
 
-/* To the next 64-byte boundary, writing the format's zero padding. */
-static void pad(writer *w) {
+/* Zero bytes up to off, the start of the next array (the format's padding). */
+static void pad_to(writer *w, uint64_t off) {
     static const unsigned char zeros[ML_ALIGN];
-    emit(w, zeros, (size_t)((ML_ALIGN - w->off % ML_ALIGN) % ML_ALIGN));
+    emit(w, zeros, (size_t)(off - w->off));
 }
 
 static void put_quants(writer *w, uint64_t n) {
     int8_t chunk[CHUNK];
-    pad(w);
-    if (counting(w)) w->off += n;
-    for (uint64_t i = 0; i < n && !counting(w); i += CHUNK) {
+    for (uint64_t i = 0; i < n; i += CHUNK) {
         size_t k = n - i < CHUNK ? (size_t)(n - i) : CHUNK;
         ml_rng_quants(&w->rng, chunk, k, w->wtype);
         emit(w, chunk, k);
@@ -90,52 +86,37 @@ static void put_quants(writer *w, uint64_t n) {
 
 static void put_floats(writer *w, uint64_t n, float lo, float hi) {
     float chunk[CHUNK / 4];
-    pad(w);
-    if (counting(w)) w->off += 4 * n;
-    for (uint64_t i = 0; i < n && !counting(w); i += CHUNK / 4) {
+    for (uint64_t i = 0; i < n; i += CHUNK / 4) {
         size_t k = n - i < CHUNK / 4 ? (size_t)(n - i) : CHUNK / 4;
         ml_rng_floats(&w->rng, chunk, k, lo, hi);
         emit(w, chunk, 4 * k);
     }
 }
 
-static void put_norm(writer *w, uint32_t n) { put_floats(w, n, 0.8f, 1.2f); }
-
-/* Scales in [0.5, 1.5) / (largest quant * sqrt(cols)). */
-static void put_matrix(writer *w, uint32_t rows, uint32_t cols) {
-    uint64_t n = (uint64_t)rows * cols;
-    float unit = 1.0f / ((w->wtype == ML_TYPE_Q8_0 ? ML_Q8_MAX : ML_Q4_OFFSET) * sqrtf((float)cols));
-    put_quants(w, ml_quant_bytes((ml_type)w->wtype, n));
-    put_floats(w, n / ML_QK, 0.5f * unit, 1.5f * unit);
-}
-
-static uint64_t walk(writer *w, const ml_mlb_header *h) {
+/* Quants of any value; scales in [0.5, 1.5) / (largest quant * sqrt(cols));
+ * F32 tensors (norm weights) in [0.8, 1.2). */
+static void walk(writer *w, const ml_mlb_header *h) {
     emit(w, h, sizeof *h);
-    uint32_t kv = h->n_kv_heads * (h->dim / h->n_heads);
-    put_matrix(w, h->vocab, h->dim);
-    for (uint32_t l = 0; l < h->n_layers; l++) {
-        put_norm(w, h->dim);
-        put_matrix(w, h->dim, h->dim);
-        put_matrix(w, kv, h->dim);
-        put_matrix(w, kv, h->dim);
-        put_matrix(w, h->dim, h->dim);
-        put_norm(w, h->dim);
-        put_matrix(w, h->hidden_dim, h->dim);
-        put_matrix(w, h->dim, h->hidden_dim);
-        put_matrix(w, h->hidden_dim, h->dim);
+    ml_mlb_walk it;
+    ml_mlb_array a;
+    ml_mlb_walk_init(&it, h);
+    while (ml_mlb_walk_next(&it, &a)) {
+        pad_to(w, a.off);
+        if (a.part == ML_MLB_QUANTS) {
+            put_quants(w, a.bytes);
+        } else if (a.part == ML_MLB_SCALES) {
+            float unit = 1.0f / ((w->wtype == ML_TYPE_Q8_0 ? ML_Q8_MAX : ML_Q4_OFFSET) * sqrtf((float)a.cols));
+            put_floats(w, a.bytes / 4, 0.5f * unit, 1.5f * unit);
+        } else {
+            put_floats(w, a.bytes / 4, 0.8f, 1.2f);
+        }
     }
-    put_norm(w, h->dim);
-    if (!h->shared_classifier) put_matrix(w, h->vocab, h->dim);
-    return w->off;
 }
 
 /* splitmix-style spread, so seeds 1, 2, 3 start far apart (and never at 0) */
 static ml_rng seeded(uint64_t seed) { return (ml_rng){seed * 0x9E3779B97F4A7C15ull | 1}; }
 
-uint64_t ml_mlb_random_bytes(const ml_mlb_header *h) {
-    writer w = {.wtype = (int)h->wtype};
-    return walk(&w, h);
-}
+uint64_t ml_mlb_random_bytes(const ml_mlb_header *h) { return ml_mlb_file_bytes(h); }
 
 void ml_mlb_random_fill(unsigned char *buf, const ml_mlb_header *h, uint64_t seed) {
     writer w = {.buf = buf, .rng = seeded(seed), .wtype = (int)h->wtype};

@@ -1,5 +1,11 @@
 /* The .mlb loader refuses every malformed file with the right ml_status and
- * a message that names the field (DESIGN §6 "Loader validates ..."). */
+ * a message that names the field (DESIGN §6 "Loader validates ...").
+ *
+ * test_loader --layout dim n_layers n_heads n_kv_heads hidden_dim vocab
+ *   max_seq wtype shared_classifier  prints the arrays of that header as the
+ * tensor table lays them out (model/mlb.h), one "name layer q|d|f offset
+ * bytes" line each, then "end <file bytes>": tests/test_mlb_layout.py
+ * compares it with tools/mlb.py. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,8 +56,22 @@ static void header_case(const char *field, long off, uint32_t value, ml_status w
     expect(want, field, what);
 }
 
+static int print_layout(char **arg) {
+    uint32_t v[9];
+    for (int i = 0; i < 9; i++) v[i] = (uint32_t)strtoul(arg[i], NULL, 10);
+    ml_mlb_header h = ml_mlb_make_header(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]);
+    ml_mlb_walk w;
+    ml_mlb_array a;
+    ml_mlb_walk_init(&w, &h);
+    while (ml_mlb_walk_next(&w, &a))
+        printf("%s %d %c %llu %llu\n", a.t->name, a.layer, "qdf"[a.part], (unsigned long long)a.off,
+               (unsigned long long)a.bytes);
+    printf("end %llu\n", (unsigned long long)w.end);
+    return 0;
+}
+
 int ml_main(int argc, char **argv) {
-    (void)argc, (void)argv;
+    if (argc == 11 && !strcmp(argv[1], "--layout")) return print_layout(argv + 2);
     strcpy(path, "/tmp/ml_loader_XXXXXX");
     int fd = mkstemp(path);
     if (fd < 0) {

@@ -18,10 +18,11 @@
 
 static char path[64];
 
-/* ---- the .mlb layout, computed from model/mlb.h (not from the loader) ---- */
+/* ---- the .mlb layout: the tensor table's arrays (model/mlb.h) ------------- */
 
 typedef struct {
     char tensor[16]; /* as the loader names it: "wq" */
+    int row;         /* of the tensor table */
     int layer;       /* -1 outside the layers */
     int scales;      /* 1: a float array that must be finite (X.d or a norm) */
     uint32_t cols;   /* of the matrix whose quants these are; 0 for floats */
@@ -35,41 +36,23 @@ typedef struct {
     unsigned align;
 } layout;
 
-static void add(layout *L, const char *name, int layer, int scales, uint64_t bytes) {
-    array_info *a = &L->a[L->n++];
-    snprintf(a->tensor, sizeof a->tensor, "%s", name);
-    a->layer = layer, a->scales = scales, a->bytes = bytes;
-    a->off = (L->end + L->align - 1) / L->align * L->align;
-    L->end = a->off + bytes;
-}
-
-static void add_matrix(layout *L, const ml_mlb_header *h, const char *name, int layer,
-                       uint32_t rows, uint32_t cols) {
-    uint64_t n = (uint64_t)rows * cols;
-    add(L, name, layer, 0, ml_quant_bytes((ml_type)h->wtype, n));
-    L->a[L->n - 1].cols = cols;
-    add(L, name, layer, 1, n / ML_QK * 4);
-}
-
 /* Arrays in file order when each starts at a multiple of align (64 is the
- * format; the others are what a writer with the wrong padding produces). */
+ * format; the others are what a writer with the wrong padding produces):
+ * the table's arrays and sizes, placed here, not by the walk. */
 static layout make_layout(const ml_mlb_header *h, unsigned align) {
     layout L = {.end = ML_MLB_HEADER_BYTES, .align = align};
-    uint32_t kv = h->n_kv_heads * (h->dim / h->n_heads);
-    add_matrix(&L, h, "tok_emb", -1, h->vocab, h->dim);
-    for (int l = 0; l < (int)h->n_layers; l++) {
-        add(&L, "attn_norm", l, 1, 4ull * h->dim);
-        add_matrix(&L, h, "wq", l, h->dim, h->dim);
-        add_matrix(&L, h, "wk", l, kv, h->dim);
-        add_matrix(&L, h, "wv", l, kv, h->dim);
-        add_matrix(&L, h, "wo", l, h->dim, h->dim);
-        add(&L, "ffn_norm", l, 1, 4ull * h->dim);
-        add_matrix(&L, h, "w1", l, h->hidden_dim, h->dim);
-        add_matrix(&L, h, "w2", l, h->dim, h->hidden_dim);
-        add_matrix(&L, h, "w3", l, h->hidden_dim, h->dim);
+    ml_mlb_walk w;
+    ml_mlb_array m;
+    ml_mlb_walk_init(&w, h);
+    while (L.n < (int)(sizeof L.a / sizeof *L.a) && ml_mlb_walk_next(&w, &m)) {
+        array_info *a = &L.a[L.n++];
+        snprintf(a->tensor, sizeof a->tensor, "%s", m.t->name);
+        a->row = (int)(m.t - ml_mlb_tensors);
+        a->layer = m.layer, a->scales = m.part != ML_MLB_QUANTS, a->bytes = m.bytes;
+        a->cols = m.part == ML_MLB_QUANTS ? m.cols : 0;
+        a->off = (L.end + align - 1) / align * align;
+        L.end = a->off + a->bytes;
     }
-    add(&L, "final_norm", -1, 1, 4ull * h->dim);
-    if (!h->shared_classifier) add_matrix(&L, h, "wcls", -1, h->vocab, h->dim);
     return L;
 }
 
@@ -132,6 +115,15 @@ static void test_mlb_walk(uint32_t wtype) {
     if (!img) return;
     CHECK(write_bytes(img, L.end), "write");
     expect_open(ML_OK, "", "the intact image");
+    /* the cases below reach every tensor of the table, quants and scales */
+    int seen[64] = {0};
+    for (int i = 0; i < L.n; i++) seen[L.a[i].row] |= L.a[i].scales ? 2 : 1;
+    for (int r = 0; r < ml_mlb_n_tensors; r++) {
+        int want = ml_mlb_tensors[r].store == ML_MLB_WTYPE ? 3 : 2;
+        CHECK(seen[r] == want, "tensor %s: the test shape has %s", ml_mlb_tensors[r].name,
+              seen[r] ? "only part of its arrays" : "none of its arrays");
+    }
+    CHECK(L.n < (int)(sizeof L.a / sizeof *L.a), "the test shape has more than %d arrays", L.n);
     GROUP_DONE(wname, f0); /* the layout model below agrees with the loader */
 
     /* Every byte of the header: an empty file, then "the header alone needs 256". */

@@ -1,7 +1,9 @@
 """Shared .mlb helpers: header, layout, Q8_0/Q4_0 quantizers, writer, reader.
 
-The file format is defined by model/mlb.h (authoritative) and core/quant.h;
-this module mirrors them. Used by tools/convert.py and tools/gen_random.py.
+The file format is defined by model/mlb.h and its tensor table
+(model/mlb_layout.c, authoritative) and core/quant.h; this module mirrors
+them, and tests/test_mlb_layout.py checks that layout() and write_mlb() put
+every array where the C table does. Used by tools/convert.py and tools/gen_random.py.
 numpy only. All quantization arithmetic is float32, like the C kernels.
 """
 import os

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""tools/mlb.py against the C tensor table (model/mlb.h): for a few headers,
+the offset and size of every array that tools/mlb.py writes equal those the
+C side lays out (printed by `test_loader --layout`), and a file written by
+tools/mlb.py has that size and its arrays at those offsets.
+
+Run from the repo root: python3 tests/test_mlb_layout.py
+env BUILD: the build folder holding test_loader (default build/scalar);
+RUNNER: its emulator, if any. Skipped when test_loader is missing.
+"""
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, HERE)
+import mlb  # noqa: E402
+from py_checks import Checks  # noqa: E402
+
+BUILD = os.environ.get("BUILD", "build/scalar")
+LOADER = os.path.join(BUILD, "test_loader")
+
+# (what, dim, n_layers, n_heads, n_kv_heads, hidden_dim, vocab, max_seq, wtype, shared)
+SHAPES = [
+    ("Q8_0 untied classifier, GQA, padding gaps", 32, 2, 2, 1, 96, 37, 16, mlb.TYPE_Q8_0, 0),
+    ("Q4_0 untied classifier, GQA", 32, 2, 2, 1, 96, 37, 16, mlb.TYPE_Q4_0, 0),
+    ("Q8_0 tied classifier, MHA", 64, 3, 4, 4, 160, 100, 8, mlb.TYPE_Q8_0, 1),
+    ("Q4_0 tied classifier, GQA 4:1", 128, 1, 8, 2, 352, 61, 8, mlb.TYPE_Q4_0, 1),
+]
+FIELDS = ("dim", "n_layers", "n_heads", "n_kv_heads", "hidden_dim", "vocab", "max_seq",
+          "wtype", "shared_classifier")
+
+
+def c_layout(vals):
+    """[(array name as tools/mlb.py names it, offset, bytes)], file size."""
+    cmd = shlex.split(os.environ.get("RUNNER", "")) + [LOADER, "--layout"] + [str(v) for v in vals]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True).stdout
+    arrays, end = [], None
+    for line in out.splitlines():
+        f = line.split()
+        if f[0] == "end":
+            end = int(f[1])
+            continue
+        name, layer, part, off, n = f[0], int(f[1]), f[2], int(f[3]), int(f[4])
+        prefix = f"layers.{layer}." if layer >= 0 else ""
+        suffix = {"q": ".q", "d": ".d", "f": ""}[part]
+        arrays.append((prefix + name + suffix, off, n))
+    return arrays, end
+
+
+ck = Checks()
+
+
+def expected_arrays(h, tensors):
+    """{array name: its bytes} of these float tensors, quantized by tools/mlb.py."""
+    out = {}
+    for name, x in tensors:
+        if x.ndim == 1:
+            out[name] = x.astype("<f4").tobytes()
+        else:
+            q, d = mlb.quantize(h["wtype"], x)
+            out[name + ".q"], out[name + ".d"] = q.tobytes(), d.astype("<f4").tobytes()
+    return out
+
+
+def main():
+    if not os.access(LOADER, os.X_OK):
+        ck.skip(f"the .mlb layout of tools/mlb.py against C: no {LOADER} (build it first)")
+        return
+    for what, *vals in SHAPES:
+        h = dict(zip(FIELDS, vals), rope_theta=10000.0, norm_eps=1e-5)
+        c_arrays, c_end = c_layout(vals)
+        py_arrays, py_end = mlb.layout(h)
+        ck.report(c_end == py_end, f"{what}: file size, C {c_end}, tools/mlb.py {py_end}")
+        diff = [(c, p) for c, p in zip(c_arrays, py_arrays) if c != p]
+        ck.report(len(c_arrays) == len(py_arrays) and not diff,
+                  f"{what}: {len(c_arrays)} arrays (name, offset, bytes) the same in C and tools/mlb.py"
+                  + (f"; first difference C {diff[0][0]} vs {diff[0][1]}" if diff else "")
+                  + ("" if len(c_arrays) == len(py_arrays) else
+                     f"; C has {len(c_arrays)}, tools/mlb.py {len(py_arrays)}"))
+        # What write_mlb puts on disk, byte for byte: the header, each array
+        # at C's offset, zeros between.
+        rng = np.random.default_rng(1)
+        tensors = [(n, rng.uniform(-1, 1, s).astype(np.float32)) for n, s in mlb.tensor_plan(h)]
+        want = bytearray(c_end)
+        want[:mlb.HEADER_BYTES] = mlb.pack_header(h)
+        arrays = expected_arrays(h, tensors)
+        for name, off, n in c_arrays:
+            b = arrays.get(name, b"")
+            want[off:off + n] = b if len(b) == n else bytes(n) + b"size mismatch"
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "m.mlb")
+            mlb.write_mlb(path, h, tensors)
+            with open(path, "rb") as f:
+                raw = f.read()
+        ck.report(raw == bytes(want),
+                  f"{what}: tools/mlb.py write_mlb's file is C's layout of its arrays ({len(raw)} bytes,"
+                  f" C {c_end})")
+
+
+if __name__ == "__main__":
+    ck.run(main)
