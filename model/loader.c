@@ -189,6 +189,8 @@ static ml_status map_weights(ml_model *m, ml_layer *layers, const char *path, ml
     ml_layer scratch;
     ml_mlb_walk walk;
     ml_mlb_array a;
+    /* a tensor the header leaves out (present() false) keeps a NULL view */
+    if (layers) memset(layers, 0, (size_t)m->cfg.n_layers * sizeof *layers);
     ml_mlb_walk_init(&walk, &h);
     while (!cur.status && ml_mlb_walk_next(&walk, &a))
         map_array(&cur, &a, w, a.layer < 0 ? NULL : layers ? &layers[a.layer] : &scratch, m->cfg.wtype);

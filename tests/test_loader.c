@@ -100,6 +100,25 @@ int ml_main(int argc, char **argv) {
         }
     GROUP_DONE("valid models open; the .mlb writer's file equals its buffer", f0);
 
+    /* ---- the arena: the counting pass and the carving pass agree ---- */
+    f0 = tl_failed;
+    write_valid(ML_TYPE_Q8_0, 0);
+    static const int batches[][2] = {{0, 0}, {1, 0}, {8, 0}, {8, 1}, {1000, 1}};
+    for (size_t i = 0; i < sizeof batches / sizeof *batches; i++) {
+        ml_model m;
+        ml_err err = {{0}};
+        ml_open_opts oo = {.use_mmap = 1, .n_threads = 1, .batch = batches[i][0], .all_logits = batches[i][1]};
+        ml_status s = ml_model_open(&m, path, &oo, &err);
+        CHECK(s == ML_OK, "batch %d all_logits %d: %s", batches[i][0], batches[i][1], err.msg);
+        if (s) continue;
+        CHECK(m.arena.used == m.arena.cap && m.s.sampler_scratch && (!m.b.cap || m.b.x_q8.d) &&
+                  (!batches[i][1] || !m.b.cap || m.b.logits),
+              "batch %d all_logits %d: the arena holds %zu bytes, the buffers take %zu", batches[i][0],
+              batches[i][1], m.arena.cap, m.arena.used);
+        ml_model_close(&m);
+    }
+    GROUP_DONE("the arena is exactly the size of the buffers carved from it, with and without a batch", f0);
+
     /* ---- header fields ---- */
     f0 = tl_failed;
     header_case("magic", 0, 0x46554747u /* "GGUF" */, ML_E_FORMAT);
