@@ -248,21 +248,12 @@ static ml_status carve_state(ml_model *m, const ml_open_opts *opts, ml_err *err)
     uint64_t half = (uint64_t)c->max_seq * (uint64_t)(c->head_dim / 2) * F;
     plan p = {0};
     plan_add(&p, (uint64_t)c->n_layers * sizeof(ml_layer));
-    plan_add(&p, c->dim * F);                          /* x */
-    plan_add(&p, c->dim * F);                          /* x_norm */
-    plan_add(&p, c->dim * F);                          /* attn_out */
-    plan_add(&p, c->dim * F);                          /* branch_out */
-    plan_add(&p, c->hidden_dim * F);                   /* ffn_gate */
-    plan_add(&p, c->hidden_dim * F);                   /* ffn_up */
-    plan_add(&p, c->dim * F);                          /* q */
     plan_add(&p, (uint64_t)c->n_heads * c->max_seq * F); /* att_scores */
     plan_add(&p, c->vocab * F);                        /* logits */
     plan_add(&p, kv);                                  /* key cache */
     plan_add(&p, kv);                                  /* value cache */
     plan_add(&p, half);                                /* rope cos */
     plan_add(&p, half);                                /* rope sin */
-    plan_add(&p, widest);                              /* x_q8.q */
-    plan_add(&p, widest / ML_QK * F);                  /* x_q8.d */
     plan_add(&p, ml_sampler_scratch_bytes(c->vocab));  /* sampler */
     plan_batch(&p, c, (uint64_t)m->b.cap, widest, opts->all_logits);
     if (p.total > (uint64_t)SIZE_MAX / 2)
@@ -278,21 +269,12 @@ static ml_status carve_state(ml_model *m, const ml_open_opts *opts, ml_err *err)
     ml_state *st = &m->s;
     int i = 0;
     m->w.layers = ml_arena_alloc(a, p.n[i++]);
-    st->x = ml_arena_alloc(a, p.n[i++]);
-    st->x_norm = ml_arena_alloc(a, p.n[i++]);
-    st->attn_out = ml_arena_alloc(a, p.n[i++]);
-    st->branch_out = ml_arena_alloc(a, p.n[i++]);
-    st->ffn_gate = ml_arena_alloc(a, p.n[i++]);
-    st->ffn_up = ml_arena_alloc(a, p.n[i++]);
-    st->q = ml_arena_alloc(a, p.n[i++]);
     st->att_scores = ml_arena_alloc(a, p.n[i++]);
     st->logits = ml_arena_alloc(a, p.n[i++]);
     st->key_cache = ml_arena_alloc(a, p.n[i++]);
     st->val_cache = ml_arena_alloc(a, p.n[i++]);
     st->rope_cos = ml_arena_alloc(a, p.n[i++]);
     st->rope_sin = ml_arena_alloc(a, p.n[i++]);
-    st->x_q8.q = ml_arena_alloc(a, p.n[i++]);
-    st->x_q8.d = ml_arena_alloc(a, p.n[i++]);
     st->sampler_scratch = ml_arena_alloc(a, p.n[i++]);
     carve_batch(m, &p, &i, opts->all_logits);
     m->kv_bytes = (size_t)(2 * kv);
@@ -325,9 +307,9 @@ static ml_status open_loaded(ml_model *m, const char *path, const ml_open_opts *
     if (opts->max_seq > 0 && opts->max_seq < m->cfg.max_seq) m->cfg.max_seq = opts->max_seq;
     if (opts->batch < 0)
         return ml_errf(err, ML_E_ARG, "batch: expected a token count >= 0, got %d", opts->batch);
-    /* A batch never holds more tokens than the context; one token is no batch. */
+    /* A batch never holds more tokens than the context; decode is a batch of one. */
     m->b.cap = opts->batch < m->cfg.max_seq ? opts->batch : m->cfg.max_seq;
-    if (m->b.cap <= 1) m->b.cap = 0;
+    if (m->b.cap < 1) m->b.cap = 1;
     if ((s = map_weights(m, NULL, path, err))) return s;
     if ((s = carve_state(m, opts, err))) return s;
     if ((s = map_weights(m, m->w.layers, path, err))) return s;
