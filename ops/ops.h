@@ -1,8 +1,9 @@
-/* Thin dispatch over the ml_k_* kernels: picks the kernel for a tensor's
- * type and shares work out over the thread pool (DESIGN §6): matvec and
- * matmul rows in items of 16 (a multiple of 4), attention by head, a
- * prompt batch's norms and quantization by token, each item taken by
- * whichever thread is free. Every schedule gives bit-identical results,
+/* Thin dispatch over the ml_k_* kernels, and the only way to one from
+ * above (model/ calls no kernel: tests/test_layers.sh): picks the kernel
+ * for a tensor's type and shares work out over the thread pool (DESIGN §6):
+ * matvec and matmul rows in items of 16 (a multiple of 4), attention by
+ * head, a prompt batch's norms and quantization by token, each item taken
+ * by whichever thread is free. Every schedule gives bit-identical results,
  * because each row, head and token is computed the same way whoever runs it. */
 #ifndef ML_OPS_H
 #define ML_OPS_H
