@@ -17,6 +17,8 @@
     X(void, matmul_q8, MATMUL_Q8, (float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1), extra) \
     X(void, matmul_q4, MATMUL_Q4, (float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1), extra) \
     X(void, quantize_q8, QUANTIZE_Q8, (ml_qact *out, const float *x, int k), extra) \
+    X(void, dequant_row_q8, DEQUANT_ROW_Q8, (float *out, const ml_qtensor *W, int row), extra) \
+    X(void, dequant_row_q4, DEQUANT_ROW_Q4, (float *out, const ml_qtensor *W, int row), extra) \
     X(void, rmsnorm, RMSNORM, (float *o, const float *x, const float *w, int n, float eps), extra) \
     X(void, softmax, SOFTMAX, (float *x, int n), extra) \
     X(void, rope, ROPE, (float *q, float *k, const float *cos_t, const float *sin_t,              \

@@ -231,26 +231,16 @@ static void run_buffers(ml_model *m, planner *p, int all_logits) {
     const uint64_t half = seq * (uint64_t)(c->head_dim / 2) * F;
     ml_state *st = &m->s;
     m->w.layers        = buf(p, (uint64_t)c->n_layers * sizeof(ml_layer));
-    st->x              = buf(p, dim * F);
-    st->x_norm         = buf(p, dim * F);
-    st->attn_out       = buf(p, dim * F);
-    st->branch_out     = buf(p, dim * F);
-    st->ffn_gate       = buf(p, hidden * F);
-    st->ffn_up         = buf(p, hidden * F);
-    st->q              = buf(p, dim * F);
     st->att_scores     = buf(p, (uint64_t)c->n_heads * seq * F);
     st->logits         = buf(p, vocab * F);
     st->key_cache      = buf(p, kv);
     st->val_cache      = buf(p, kv);
     st->rope_cos       = buf(p, half);
     st->rope_sin       = buf(p, half);
-    st->x_q8.q         = buf(p, widest);
-    st->x_q8.d         = buf(p, widest / ML_QK * F);
     st->sampler_scratch = buf(p, ml_sampler_scratch_bytes(c->vocab));
-    /* the prompt batch (ml_batch_state); none when cap is 0 */
+    /* one step's activations (ml_batch_state): cap >= 1 tokens, decode uses row 0 */
     ml_batch_state *b = &m->b;
     const uint64_t cap = (uint64_t)b->cap;
-    if (!cap) return;
     b->x               = buf(p, cap * dim * F);
     b->x_norm          = buf(p, cap * dim * F);
     b->q               = buf(p, cap * dim * F);
@@ -309,9 +299,9 @@ static ml_status open_loaded(ml_model *m, const char *path, const ml_open_opts *
     if (opts->max_seq > 0 && opts->max_seq < m->cfg.max_seq) m->cfg.max_seq = opts->max_seq;
     if (opts->batch < 0)
         return ml_errf(err, ML_E_ARG, "batch: expected a token count >= 0, got %d", opts->batch);
-    /* A batch never holds more tokens than the context; one token is no batch. */
+    /* A batch never holds more tokens than the context; decode is a batch of one. */
     m->b.cap = opts->batch < m->cfg.max_seq ? opts->batch : m->cfg.max_seq;
-    if (m->b.cap <= 1) m->b.cap = 0;
+    if (m->b.cap < 1) m->b.cap = 1;
     if ((s = map_weights(m, NULL, path, err))) return s;
     if ((s = carve_state(m, opts, err))) return s;
     if ((s = map_weights(m, m->w.layers, path, err))) return s;

@@ -47,35 +47,28 @@ typedef struct {
     ml_qtensor wcls;        /* (vocab, dim); a copy of tok_emb's view if shared */
 } ml_weights;
 
+/* The run state that outlives a step: caches, tables, the logits. */
 typedef struct {
-    float *x;          /* (dim) residual stream */
-    float *x_norm;     /* (dim) RMSNorm(x): input of the q/k/v and w1/w3 projections */
-    float *attn_out;   /* (n_heads, head_dim) attention output: input of wo */
-    float *branch_out; /* (dim) output of wo or w2, added to x */
-    float *ffn_gate;   /* (hidden_dim) silu(w1 x) * (w3 x): input of w2 */
-    float *ffn_up;     /* (hidden_dim) w3 x */
-    float *q;          /* (n_heads, head_dim) query */
     float *att_scores; /* (n_heads, max_seq) attention weights after softmax */
-    float *logits;     /* (vocab) */
+    float *logits;     /* (vocab) the last token's logits */
     float *key_cache;  /* (n_layers, max_seq, kv_dim) */
     float *val_cache;  /* (n_layers, max_seq, kv_dim) */
     float *rope_cos;   /* (max_seq, head_dim/2) */
     float *rope_sin;   /* (max_seq, head_dim/2) */
-    ml_qact x_q8;      /* (max(dim, hidden_dim)) Q8_0 of the next matvec's input */
     void *sampler_scratch; /* (vocab) sampler workspace, see sampler.h */
 } ml_state;
 
-/* The run state of a prompt batch (ml_forward_batch): ml_state's buffers,
- * one row per token. cap = 0: none (the model was opened without a batch). */
+/* The activations of one step of the forward pass, one row per token: a
+ * decode step is a batch of one (row 0), a prompt fills up to cap rows. */
 typedef struct {
-    int cap;           /* max tokens per batch: ml_open_opts.batch, at most max_seq */
+    int cap;           /* max tokens per batch: ml_open_opts.batch, 1 .. max_seq */
     float *x;          /* (cap, dim) residual streams */
-    float *x_norm;     /* (cap, dim) RMSNorm(x) */
-    float *q;          /* (cap, dim) queries */
-    float *attn_out;   /* (cap, dim) */
-    float *branch_out; /* (cap, dim) */
-    float *ffn_gate;   /* (cap, hidden_dim) */
-    float *ffn_up;     /* (cap, hidden_dim) */
+    float *x_norm;     /* (cap, dim) RMSNorm(x): input of the q/k/v and w1/w3 projections */
+    float *q;          /* (cap, n_heads, head_dim) queries */
+    float *attn_out;   /* (cap, n_heads, head_dim) attention output: input of wo */
+    float *branch_out; /* (cap, dim) output of wo or w2, added to x */
+    float *ffn_gate;   /* (cap, hidden_dim) silu(w1 x) * (w3 x): input of w2 */
+    float *ffn_up;     /* (cap, hidden_dim) w3 x */
     ml_qbatch x_q8;    /* (cap, max(dim, hidden_dim)) Q8_0 of the next matmul's input */
     float *logits;     /* (cap, vocab) every token's logits; NULL unless opened with all_logits */
 } ml_batch_state;
@@ -85,8 +78,8 @@ typedef struct {
     int max_seq;    /* 0: the model's context; else cap the context (and KV cache) */
     int n_threads;  /* worker threads (THREADS=pthread builds), 1 otherwise */
     int batch;      /* max tokens per ml_forward_batch step (capped at the context);
-                       0 or 1: no batch buffers, ml_forward_batch runs token by token */
-    int all_logits; /* with batch > 1: room for every token's logits of a batch */
+                       0 or 1: one token per step, as decode */
+    int all_logits; /* room for every token's logits of a batch (needed with batch > 1) */
 } ml_open_opts;
 
 typedef struct {
@@ -110,8 +103,9 @@ ml_status ml_model_open_buffer(ml_model *m, const void *data, size_t size, const
                                const ml_open_opts *opts, ml_err *err);
 void ml_model_close(ml_model *m);
 
-/* One decoding step: token at position pos -> m->s.logits. Logits that are
- * not finite (a damaged model whose weights overflow float32) are ML_E_FORMAT. */
+/* One decoding step: token at position pos -> m->s.logits, a batch of one
+ * through the layer sequence ml_forward_batch runs. Logits that are not
+ * finite (a damaged model whose weights overflow float32) are ML_E_FORMAT. */
 ml_status ml_forward(ml_model *m, int token, int pos, ml_err *err);
 
 /* Receives one token's logits from ml_forward_batch (vocab floats, valid
@@ -123,8 +117,8 @@ typedef ml_status (*ml_logits_fn)(void *ud, int pos, const float *logits, ml_err
  * any n that fits the context is fine). The last token's logits go to
  * m->s.logits, bit for bit those of ml_forward token by token; with `each`,
  * every token's logits are passed to each() in order (needs a model opened
- * with all_logits, or without a batch). A model opened without a batch runs
- * ml_forward token by token. n < 1 or a prompt beyond the context is ML_E_ARG,
+ * with all_logits, or with a batch of 1). A model opened with a batch of 1
+ * runs token by token. n < 1 or a prompt beyond the context is ML_E_ARG,
  * checked, like the tokens, before anything runs; non-finite values are
  * ML_E_FORMAT as in ml_forward. */
 ml_status ml_forward_batch(ml_model *m, const int *tokens, int n, int pos0, ml_logits_fn each, void *ud,

@@ -1,6 +1,6 @@
 #include "model/sampler.h"
 
-#include "config/ml_config.h"
+#include "ops/ops.h"
 
 typedef struct {
     float p;
@@ -93,7 +93,7 @@ static int sample_topp(const float *p, int n, float topp, candidate *c, float co
 int ml_sample(ml_sampler *s, float *logits) {
     if (s->temperature == 0.0f) return ml_argmax(logits, s->vocab);
     for (int i = 0; i < s->vocab; i++) logits[i] /= s->temperature;
-    ml_k_softmax(logits, s->vocab);
+    ml_op_softmax(logits, s->vocab);
     float coin = random_f32(&s->rng);
     if (s->topp <= 0.0f || s->topp >= 1.0f) return sample_mult(logits, s->vocab, coin);
     return sample_topp(logits, s->vocab, s->topp, s->scratch, coin);

@@ -1,58 +1,105 @@
-/* The forward pass of DESIGN §6: one token at one position -> logits. */
+/* The forward pass of DESIGN §6, written once: the layer sequence over a
+ * batch of tokens at consecutive positions. A decode step (ml_forward) is a
+ * batch of one, a prompt (ml_forward_batch, model/prefill.c) is split into
+ * batches of at most m->b.cap. Every weight matrix meets the whole batch in
+ * one ml_op_matmuls (read once per batch, not once per token); a batch of
+ * one runs the matvec kernels there. Each per-token step (norm,
+ * quantization, RoPE, attention, residual add) is computed for a token as
+ * if it were alone, and a matmul element is the matvec's, so a token's
+ * keys, values and logits are the same bits whatever batch it is in. */
 #include <stddef.h>
+#include <string.h>
 
-#include "config/ml_config.h"
 #include "model/forward_check.h"
 #include "model/model.h"
 
-ml_status ml_forward(ml_model *m, int token, int pos, ml_err *err) {
+/* ---- the layers: tokens[0..n) at pos0.., residual streams left in b->x ---- */
+
+static void layers(ml_model *m, const int *tokens, int n, int pos0) {
     const ml_config *c = &m->cfg;
     ml_state *s = &m->s;
+    ml_batch_state *b = &m->b;
     ml_ops *o = &m->ops;
+    size_t dim = (size_t)c->dim, kv_dim = (size_t)c->kv_dim;
+    ml_rope_args rope = {s->rope_cos, s->rope_sin, c->head_dim, c->n_heads, c->n_kv_heads};
+    for (int t = 0; t < n; t++) ml_op_dequant_row(b->x + t * dim, &m->w.tok_emb, tokens[t]);
+
+    for (int l = 0; l < c->n_layers; l++) {
+        const ml_layer *L = &m->w.layers[l];
+        size_t layer_off = (size_t)l * (size_t)c->max_seq * kv_dim;
+        float *kc = s->key_cache + layer_off, *vc = s->val_cache + layer_off;
+        /* The batch's cache rows are contiguous: k and v go straight there. */
+        float *k = kc + (size_t)pos0 * kv_dim, *v = vc + (size_t)pos0 * kv_dim;
+
+        /* ---- attention: q, k, v projections, RoPE, attention, wo ---- */
+        ml_op_quantize_batch(o, &b->x_q8, b->x, c->dim, n, L->attn_norm, c->norm_eps, b->x_norm);
+        ml_matmul_job qkv[3] = {{b->q, c->dim, &L->wq}, {k, c->kv_dim, &L->wk}, {v, c->kv_dim, &L->wv}};
+        ml_op_matmuls(o, qkv, 3, &b->x_q8);
+        ml_op_rope(b->q, k, pos0, n, &rope);
+        ml_attn_args at = {
+            .q = b->q, .kc = kc, .vc = vc, .att = s->att_scores, .out = b->attn_out, .pos = pos0,
+            .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim,
+            .max_seq = c->max_seq, .n_tok = n,
+        };
+        ml_op_attention(o, &at);
+        ml_op_quantize_batch(o, &b->x_q8, b->attn_out, c->dim, n, NULL, 0.0f, NULL);
+        ml_matmul_job wo = {b->branch_out, c->dim, &L->wo};
+        ml_op_matmuls(o, &wo, 1, &b->x_q8);
+        ml_op_add(b->x, b->branch_out, c->dim, n);
+
+        /* ---- feed-forward: w2(silu(w1 x) * w3 x) ---- */
+        ml_op_quantize_batch(o, &b->x_q8, b->x, c->dim, n, L->ffn_norm, c->norm_eps, b->x_norm);
+        ml_op_gate_up_batch(o, b->ffn_gate, b->ffn_up, &L->w1, &L->w3, &b->x_q8);
+        ml_op_quantize_batch(o, &b->x_q8, b->ffn_gate, c->hidden_dim, n, NULL, 0.0f, NULL);
+        ml_matmul_job w2 = {b->branch_out, c->dim, &L->w2};
+        ml_op_matmuls(o, &w2, 1, &b->x_q8);
+        ml_op_add(b->x, b->branch_out, c->dim, n);
+    }
+}
+
+/* ---- the logits ---------------------------------------------------------- */
+
+/* The logits of the batch's last `rows` tokens (1: what generation needs;
+ * n: every token's, for each()), then each() in order. One row goes
+ * straight to m->s.logits; more go to b->logits and the last is copied. */
+static ml_status logits(ml_model *m, int n, int rows, int pos0, ml_logits_fn each, void *ud, ml_err *err) {
+    const ml_config *c = &m->cfg;
+    ml_batch_state *b = &m->b;
+    size_t vocab = (size_t)c->vocab;
+    int first = n - rows;
+    float *x = b->x + (size_t)first * (size_t)c->dim, *out = rows == 1 ? m->s.logits : b->logits;
+    /* The final norm in place: the residual streams are not needed after. */
+    ml_op_quantize_batch(&m->ops, &b->x_q8, x, c->dim, rows, m->w.final_norm, c->norm_eps, x);
+    ml_matmul_job cls = {out, c->vocab, &m->w.wcls};
+    ml_op_matmuls(&m->ops, &cls, 1, &b->x_q8);
+    for (int t = 0; t < rows; t++) {
+        int pos = pos0 + first + t;
+        ml_status st = ml_check_logits(out + t * vocab, c->vocab, pos, err);
+        if (!st && each) st = each(ud, pos, out + t * vocab, err);
+        if (st) return st;
+    }
+    if (rows > 1) memcpy(m->s.logits, out + (size_t)(rows - 1) * vocab, vocab * sizeof *m->s.logits);
+    return ML_OK;
+}
+
+/* ---- one batch ----------------------------------------------------------- */
+
+ml_status ml_forward_step(ml_model *m, const int *tokens, int n, int pos0, int want_logits, ml_logits_fn each,
+                          void *ud, ml_err *err) {
+    layers(m, tokens, n, pos0);
+    for (int t = 0; t < n; t++) {
+        ml_status st = ml_check_residual(m->b.x + (size_t)t * (size_t)m->cfg.dim, m->cfg.dim, pos0 + t, err);
+        if (st) return st;
+    }
+    if (each) return logits(m, n, n, pos0, each, ud, err);
+    return want_logits ? logits(m, n, 1, pos0, NULL, NULL, err) : ML_OK;
+}
+
+ml_status ml_forward(ml_model *m, int token, int pos, ml_err *err) {
+    const ml_config *c = &m->cfg;
     if (token < 0 || token >= c->vocab)
         return ml_errf(err, ML_E_ARG, "token: expected 0..%d, got %d", c->vocab - 1, token);
     if (pos < 0 || pos >= c->max_seq)
         return ml_errf(err, ML_E_ARG, "position: expected 0..%d (context), got %d", c->max_seq - 1, pos);
-
-    int dim = c->dim, kv_dim = c->kv_dim, half = c->head_dim / 2;
-    ml_op_dequant_row(s->x, &m->w.tok_emb, token);
-
-    for (int l = 0; l < c->n_layers; l++) {
-        const ml_layer *L = &m->w.layers[l];
-        size_t layer_off = (size_t)l * c->max_seq * kv_dim;
-        float *kc = s->key_cache + layer_off, *vc = s->val_cache + layer_off;
-        float *k = kc + (size_t)pos * kv_dim, *v = vc + (size_t)pos * kv_dim;
-
-        /* ---- attention: q, k, v projections straight into the KV cache ---- */
-        ml_k_rmsnorm(s->x_norm, s->x, L->attn_norm, dim, c->norm_eps);
-        ml_op_quantize(&s->x_q8, s->x_norm, dim);
-        ml_matvec_job qkv[3] = {{s->q, &L->wq}, {k, &L->wk}, {v, &L->wv}};
-        ml_op_matvecs(o, qkv, 3, &s->x_q8);
-        ml_k_rope(s->q, k, s->rope_cos + (size_t)pos * half, s->rope_sin + (size_t)pos * half,
-                  c->head_dim, c->n_heads, c->n_kv_heads);
-        ml_attn_args at = {
-            .q = s->q, .kc = kc, .vc = vc, .att = s->att_scores, .out = s->attn_out, .pos = pos,
-            .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim,
-            .max_seq = c->max_seq, .n_tok = 1,
-        };
-        ml_op_attention(o, &at);
-        ml_op_quantize(&s->x_q8, s->attn_out, dim);
-        ml_op_matvec(o, s->branch_out, &L->wo, &s->x_q8);
-        ml_k_add(s->x, s->branch_out, dim);
-
-        /* ---- feed-forward: w2(silu(w1 x) * w3 x) ---- */
-        ml_k_rmsnorm(s->x_norm, s->x, L->ffn_norm, dim, c->norm_eps);
-        ml_op_quantize(&s->x_q8, s->x_norm, dim);
-        ml_op_gate_up(o, s->ffn_gate, s->ffn_up, &L->w1, &L->w3, &s->x_q8);
-        ml_op_quantize(&s->x_q8, s->ffn_gate, c->hidden_dim);
-        ml_op_matvec(o, s->branch_out, &L->w2, &s->x_q8);
-        ml_k_add(s->x, s->branch_out, dim);
-    }
-
-    ml_status st = ml_check_residual(s->x, dim, pos, err);
-    if (st) return st;
-    ml_k_rmsnorm(s->x, s->x, m->w.final_norm, dim, c->norm_eps);
-    ml_op_quantize(&s->x_q8, s->x, dim);
-    ml_op_matvec(o, s->logits, &m->w.wcls, &s->x_q8);
-    return ml_check_logits(s->logits, c->vocab, pos, err);
+    return ml_forward_step(m, &token, 1, pos, 1, NULL, NULL, err);
 }

@@ -37,34 +37,13 @@ typedef void (*matvec_fn)(float *y, const ml_qtensor *W, const ml_qact *x, int r
 typedef void (*matmul_fn)(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1);
 typedef void (*dequant_row_fn)(float *out, const ml_qtensor *W, int row);
 
-static void dequant_row_q8(float *out, const ml_qtensor *W, int row) {
-    int nb = W->cols / ML_QK;
-    const float *d = W->d + (size_t)row * nb;
-    const int8_t *q = W->q + (size_t)row * W->cols;
-    for (int b = 0; b < nb; b++)
-        for (int j = 0; j < ML_QK; j++) out[b * ML_QK + j] = d[b] * (float)q[b * ML_QK + j];
-}
-
-static void dequant_row_q4(float *out, const ml_qtensor *W, int row) {
-    int nb = W->cols / ML_QK;
-    const float *d = W->d + (size_t)row * nb;
-    const uint8_t *q = (const uint8_t *)W->q + (size_t)row * W->cols / 2;
-    for (int b = 0; b < nb; b++) {
-        const uint8_t *blk = q + b * ML_Q4_BLOCK_BYTES;
-        for (int j = 0; j < ML_Q4_BLOCK_BYTES; j++) {
-            out[b * ML_QK + j] = d[b] * (float)((blk[j] & 0x0F) - ML_Q4_OFFSET);
-            out[b * ML_QK + j + 16] = d[b] * (float)((blk[j] >> 4) - ML_Q4_OFFSET);
-        }
-    }
-}
-
 static const struct {
     matvec_fn matvec;
     matmul_fn matmul;
     dequant_row_fn dequant_row;
 } weight_types[] = {
-    [ML_TYPE_Q4_0] = {ml_k_matvec_q4, ml_k_matmul_q4, dequant_row_q4},
-    [ML_TYPE_Q8_0] = {ml_k_matvec_q8, ml_k_matmul_q8, dequant_row_q8},
+    [ML_TYPE_Q4_0] = {ml_k_matvec_q4, ml_k_matmul_q4, ml_k_dequant_row_q4},
+    [ML_TYPE_Q8_0] = {ml_k_matvec_q8, ml_k_matmul_q8, ml_k_dequant_row_q8},
 };
 
 int ml_op_type_supported(int type) {
@@ -84,7 +63,14 @@ static void matvec_rows(float *y, const ml_qtensor *W, const ml_qact *x, int r0,
     else fill_nan(y + r0, r1 - r0);
 }
 
+/* One token is the matvec (a decode step): the matmul would give the same
+ * bits (ops.h), through its tiles, for nothing. */
 static void matmul_rows(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1) {
+    if (X->n_tok == 1) {
+        ml_qact x = ml_qbatch_token(X, 0);
+        matvec_rows(Y, W, &x, r0, r1);
+        return;
+    }
     if (r0 >= r1) return;
     if (ml_op_type_supported(W->type)) weight_types[W->type].matmul(Y, ldy, W, X, r0, r1);
     else
@@ -230,6 +216,24 @@ void ml_op_dequant_row(float *out, const ml_qtensor *W, int row) {
     if (ml_op_type_supported(W->type)) weight_types[W->type].dequant_row(out, W, row);
     else fill_nan(out, W->cols);
 }
+
+/* ---- element-wise and per-token float ops ------------------------------- */
+
+void ml_op_add(float *Y, const float *X, int n, int n_tok) {
+    for (int t = 0; t < n_tok; t++) ml_k_add(Y + (size_t)t * (size_t)n, X + (size_t)t * (size_t)n, n);
+}
+
+void ml_op_rope(float *Q, float *K, int pos0, int n_tok, const ml_rope_args *r) {
+    size_t half = (size_t)r->head_dim / 2, dim = (size_t)r->n_heads * (size_t)r->head_dim;
+    size_t kv_dim = (size_t)r->n_kv_heads * (size_t)r->head_dim;
+    for (int t = 0; t < n_tok; t++) {
+        size_t p = (size_t)(pos0 + t) * half;
+        ml_k_rope(Q + t * dim, K + t * kv_dim, r->cos_t + p, r->sin_t + p, r->head_dim, r->n_heads,
+                  r->n_kv_heads);
+    }
+}
+
+void ml_op_softmax(float *x, int n) { ml_k_softmax(x, n); }
 
 /* ---- attention, split by head ------------------------------------------ */
 

@@ -1,8 +1,9 @@
-/* Thin dispatch over the ml_k_* kernels: picks the kernel for a tensor's
- * type and shares work out over the thread pool (DESIGN §6): matvec and
- * matmul rows in items of 16 (a multiple of 4), attention by head, a
- * prompt batch's norms and quantization by token, each item taken by
- * whichever thread is free. Every schedule gives bit-identical results,
+/* Thin dispatch over the ml_k_* kernels, and the only way to one from
+ * above (model/ calls no kernel: tests/test_layers.sh): picks the kernel
+ * for a tensor's type and shares work out over the thread pool (DESIGN §6):
+ * matvec and matmul rows in items of 16 (a multiple of 4), attention by
+ * head, a prompt batch's norms and quantization by token, each item taken
+ * by whichever thread is free. Every schedule gives bit-identical results,
  * because each row, head and token is computed the same way whoever runs it. */
 #ifndef ML_OPS_H
 #define ML_OPS_H
@@ -44,7 +45,9 @@ typedef struct {
 } ml_matmul_job;
 
 /* Every job against the same batch, in one parallel region (rows split in
- * the matvecs' items, so each item reads its weights once for all tokens). */
+ * the matvecs' items, so each item reads its weights once for all tokens).
+ * A batch of one token (a decode step) runs the matvec kernels, as
+ * ml_op_matvecs does: same bits, without the matmul's tiling. */
 void ml_op_matmuls(ml_ops *o, const ml_matmul_job *jobs, int n_jobs, const ml_qbatch *X);
 
 /* The SwiGLU up-projection in one region: g = silu(W1 x) * (W3 x); u is
@@ -52,7 +55,8 @@ void ml_op_matmuls(ml_ops *o, const ml_matmul_job *jobs, int n_jobs, const ml_qb
 void ml_op_gate_up(ml_ops *o, float *g, float *u, const ml_qtensor *W1, const ml_qtensor *W3,
                    const ml_qact *x);
 
-/* The same for every token of a batch: G and U are (X->n_tok, W1->rows). */
+/* The same for every token of a batch: G and U are (X->n_tok, W1->rows);
+ * one token runs the matvec kernels, as ml_op_gate_up does. */
 void ml_op_gate_up_batch(ml_ops *o, float *G, float *U, const ml_qtensor *W1, const ml_qtensor *W3,
                          const ml_qbatch *X);
 
@@ -66,8 +70,28 @@ void ml_op_quantize(ml_qact *out, const float *x, int k);
 void ml_op_quantize_batch(ml_ops *o, ml_qbatch *out, const float *x, int k, int n_tok, const float *norm_w,
                           float eps, float *normed);
 
-/* out = row `row` of W, dequantized to float (the embedding lookup). */
+/* out = row `row` of W, dequantized to float (the embedding lookup).
+ * out: (W->cols). */
 void ml_op_dequant_row(float *out, const ml_qtensor *W, int row);
+
+/* ---- element-wise and per-token float ops (single-threaded: each is a
+ * pass over a few rows, cheaper than waking the pool) ---- */
+
+/* The residual add of a batch: Y[t] += X[t] for t < n_tok.
+ * Y, X: (n_tok, n). */
+void ml_op_add(float *Y, const float *X, int n, int n_tok);
+
+/* RoPE of n_tok tokens at positions pos0 .. pos0+n_tok-1, in place:
+ * Q: (n_tok, n_heads * head_dim), K: (n_tok, n_kv_heads * head_dim),
+ * cos_t, sin_t: (max_seq, head_dim/2) tables, row p for position p. */
+typedef struct {
+    const float *cos_t, *sin_t;
+    int head_dim, n_heads, n_kv_heads;
+} ml_rope_args;
+void ml_op_rope(float *Q, float *K, int pos0, int n_tok, const ml_rope_args *r);
+
+/* x = softmax(x) in place. x: (n). */
+void ml_op_softmax(float *x, int n);
 
 /* Causal multi-head attention of n_tok tokens at positions pos .. pos+n_tok-1
  * (0 is taken as 1: one token): token t attends to positions 0..pos+t of one

@@ -14,6 +14,7 @@
  * Scalar vs double-precision math (REF_REL = 1e-5, ref_close in
  * tests/kernel_ref.h):
  *   quantize_q8            the rounding rule, exactly
+ *   dequant_row            d * value in float, exactly (one multiply)
  *   matvec, scales d = 1   exact: K <= 512 keeps every partial sum < 2^24,
  *                          so the float result must equal the int64 sum
  *   matvec, real scales    |got - ref| <= 1e-5 * max(|ref|, sum|terms|/16)
@@ -687,6 +688,45 @@ static void test_vec(tctx *t) {
     GROUP_DONE("add (bit-exact), dot_f32, axpy_f32: vs double and scalar, odd n, misaligned", before);
 }
 
+/* ---- dequant_row --------------------------------------------------------- */
+
+typedef void (*dequant_fn)(float *, const ml_qtensor *, int);
+
+/* Every row of small matrices (odd block counts, real, extreme and tiny
+ * scales): the scalar twin against plain float math, d * value with the
+ * value read by kernel_ref.h's own unpack (one IEEE multiply, so equal bits),
+ * and the bound kernel against the scalar twin, bit for bit. */
+static void test_dequant(tctx *t, ml_type type, dequant_fn isa, dequant_fn sc, const char *name) {
+    static const int Ks[] = {32, 96, 160};
+    static const int modes[] = {MV_SCALED, MV_EXTREME, MV_TINY};
+    int before = tl_failed, rows = 5;
+    for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++)
+        for (size_t mi = 0; mi < sizeof modes / sizeof *modes; mi++) {
+            int K = Ks[ki], mis = (int)(ki + mi) % 2;
+            ml_qtensor W = ref_qtensor(type, rows, K);
+            ml_qact x = ref_qact(K);
+            fill_matvec(t, &W, &x, modes[mi]);
+            float *bi, *bs, *oi = guarded(&bi, K, mis), *os = guarded(&bs, K, mis);
+            for (int r = 0; r < rows; r++) {
+                isa(oi, &W, r);
+                sc(os, &W, r);
+                int bad_s = 0, bad_i = 0;
+                for (int e = 0; e < K; e++) {
+                    bad_s += !ref_same_bits(os[e], ref_wd(&W, r, e / ML_QK) * (float)ref_wq(&W, r, e));
+                    bad_i += !ref_same_bits(oi[e], os[e]);
+                }
+                CHECK(!bad_s, "%s scalar K=%d row %d mode %d: %d elements differ from d * value", name, K, r,
+                      modes[mi], bad_s);
+                CHECK(!bad_i, "%s vs scalar K=%d row %d mode %d: %d elements differ", name, K, r, modes[mi], bad_i);
+                CHECK(guard_ok(oi, K) && guard_ok(os, K), "%s K=%d row %d wrote past the row", name, K, r);
+            }
+            ref_qtensor_free(&W), ref_qact_free(&x), ref_free(bi), ref_free(bs);
+        }
+    char what[128];
+    snprintf(what, sizeof what, "%s: every row vs plain float math and scalar, odd block counts, tiny scales", name);
+    GROUP_DONE(what, before);
+}
+
 /* ---- main --------------------------------------------------------------- */
 
 int ml_main(int argc, char **argv) {
@@ -701,6 +741,8 @@ int ml_main(int argc, char **argv) {
     test_matvec(&t, ML_TYPE_Q4_0, ml_k_matvec_q4, ml_k_matvec_q4_scalar, "matvec_q4");
     test_matmul(&t, ML_TYPE_Q8_0, ml_k_matmul_q8, ml_k_matmul_q8_scalar, ml_k_matvec_q8_scalar, "matmul_q8");
     test_matmul(&t, ML_TYPE_Q4_0, ml_k_matmul_q4, ml_k_matmul_q4_scalar, ml_k_matvec_q4_scalar, "matmul_q4");
+    test_dequant(&t, ML_TYPE_Q8_0, ml_k_dequant_row_q8, ml_k_dequant_row_q8_scalar, "dequant_row_q8");
+    test_dequant(&t, ML_TYPE_Q4_0, ml_k_dequant_row_q4, ml_k_dequant_row_q4_scalar, "dequant_row_q4");
     test_rmsnorm(&t);
     test_softmax(&t);
     test_silu_mul(&t);

@@ -3,6 +3,7 @@
  * definition (tests/kernel_ref.h), and any other type computes nothing: its
  * outputs are NaN, never another format's kernel run over its bytes. */
 #include <math.h>
+#include <string.h>
 
 #include "ops/ops.h"
 #include "tests/kernel_ref.h"
@@ -76,6 +77,31 @@ static void test_unsupported(ml_ops *o, ref_rng *r) {
     ref_qtensor_free(&W), ref_qtensor_free(&W3), ref_qact_free(&x), ref_free(y), ref_free(u), ref_free(row);
 }
 
+/* A batch of one token (a decode step through the one layer sequence):
+ * ml_op_matmuls and ml_op_gate_up_batch give the single-token ops' bits. */
+static void test_batch_of_one(ml_ops *o, ml_type t, const char *name, ref_rng *r) {
+    int f0 = tl_failed;
+    ml_qtensor W = ref_qtensor(t, ROWS, COLS), W3 = ref_qtensor(t, ROWS, COLS);
+    ml_qact x = ref_qact(COLS);
+    float *y = ref_floats(ROWS), *yb = ref_floats(ROWS), *u = ref_floats(ROWS), *ub = ref_floats(ROWS);
+    fill_unit_scales(&W, &x, r);
+    fill_unit_scales(&W3, &x, r);
+    for (int i = 0; i < ROWS * COLS / ML_QK; i++) W.d[i] = ref_uniform(r, 0.5f, 2.0f);
+    ml_qbatch X = {x.q, x.d, COLS, 1};
+    ml_op_matvec(o, y, &W, &x);
+    ml_matmul_job job = {yb, ROWS, &W};
+    ml_op_matmuls(o, &job, 1, &X);
+    CHECK(!memcmp(y, yb, ROWS * sizeof *y), "%s: matmuls of one token differ from the matvec", name);
+    ml_op_gate_up(o, y, u, &W, &W3, &x);
+    ml_op_gate_up_batch(o, yb, ub, &W, &W3, &X);
+    CHECK(!memcmp(y, yb, ROWS * sizeof *y), "%s: gate_up_batch of one token differs from gate_up", name);
+    char what[96];
+    snprintf(what, sizeof what, "%s: a batch of one token gives the single-token ops' bits", name);
+    GROUP_DONE(what, f0);
+    ref_qtensor_free(&W), ref_qtensor_free(&W3), ref_qact_free(&x);
+    ref_free(y), ref_free(yb), ref_free(u), ref_free(ub);
+}
+
 int ml_main(int argc, char **argv) {
     ref_opts opts = ref_parse_opts(argc, argv);
     ref_rng r = {opts.seed};
@@ -87,6 +113,8 @@ int ml_main(int argc, char **argv) {
     }
     test_supported(&o, ML_TYPE_Q8_0, "Q8_0", &r);
     test_supported(&o, ML_TYPE_Q4_0, "Q4_0", &r);
+    test_batch_of_one(&o, ML_TYPE_Q8_0, "Q8_0", &r);
+    test_batch_of_one(&o, ML_TYPE_Q4_0, "Q4_0", &r);
     test_unsupported(&o, &r);
     ml_ops_free(&o);
     return tl_summary();

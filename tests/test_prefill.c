@@ -1,9 +1,11 @@
 /* Batched prefill (ml_forward_batch) against ml_forward token by token, on
- * random-weight models: every token's logits, the last token's logits, the
- * KV cache rows and the decode step after the prompt, bit for bit; Q8_0 and
- * Q4_0, GQA and not, batches smaller than, equal to and larger than the
- * prompt (odd sizes included), a second batch at pos0 > 0, and every thread
- * count the build has. Bad arguments return ML_E_ARG before anything runs. */
+ * random-weight models. Both run the one layer sequence (model/transformer.c;
+ * decode is a batch of one), so this checks that a token's results do not
+ * depend on the batch it is in: every token's logits, the last token's
+ * logits, the KV cache rows and the decode step after the prompt, bit for
+ * bit; Q8_0 and Q4_0, GQA and not, batches smaller than, equal to and larger
+ * than the prompt (odd sizes included), a second batch at pos0 > 0, and every
+ * thread count the build has. Bad arguments return ML_E_ARG before anything runs. */
 #include <string.h>
 
 #include "core/mem.h"
@@ -138,6 +140,19 @@ static void test_shape(const shape *sh, const int *threads, int n_threads) {
     compare(sh, &im, &ref, 7, 7, threads[n_threads - 1], ref_next);
     compare(sh, &im, &ref, 8, 5, 1, ref_next);
     compare(sh, &im, &ref, 1, 9, 1, ref_next); /* -b 1: token by token through ml_forward_batch */
+
+    /* A batch of one needs no all_logits for every token's logits. */
+    ml_model one;
+    if (open_model(&one, &im, 0, 0, 1)) {
+        collector col = {0, 0, 0, one.cfg.vocab};
+        ml_status st = ml_forward_batch(&one, prompt, PROMPT, 0, collect, &col, &err);
+        int bad = 0;
+        for (int p = 0; p < PROMPT; p++) bad += memcmp(got_logits[p], ref_logits[p], vocab_bytes(&one)) != 0;
+        CHECK(st == ML_OK && col.calls == PROMPT && !bad,
+              "%s -b 0 without all_logits: every token's logits: %s, %d calls, %d differ", sh->name, err.msg,
+              col.calls, bad);
+        ml_model_close(&one);
+    }
     ml_model_close(&ref);
     ml_aligned_free(im.img);
     char what[160];

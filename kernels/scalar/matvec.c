@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #include "config/ml_kernels.h"
+#include "kernels/scalar/q4_unpack.h"
 
 /* ---- Q8_0 weights ------------------------------------------------------- */
 
@@ -57,14 +58,10 @@ void ml_k_matvec_q8_scalar(float *y, const ml_qtensor *W, const ml_qact *x, int 
 
 /* ---- Q4_0 weights ------------------------------------------------------- */
 
-/* Byte j of a block holds element j (low nibble) and 16+j (high nibble), each
- * stored as value + 8 (model/mlb.h); unpack to int8, then the Q8 dot. */
+/* Unpack the block's nibbles to int8 (q4_unpack.h), then the Q8 dot. */
 static int32_t dot_block_q4(const uint8_t *p, const int8_t *xq) {
     int8_t w[ML_QK];
-    for (int j = 0; j < ML_Q4_BLOCK_BYTES; j++) {
-        w[j] = (int8_t)((p[j] & 0x0F) - ML_Q4_OFFSET);
-        w[j + ML_Q4_BLOCK_BYTES] = (int8_t)((p[j] >> 4) - ML_Q4_OFFSET);
-    }
+    ml_q4_unpack_scalar(w, p);
     return dot_block_q8(w, xq);
 }
 
