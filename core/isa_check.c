@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config/ml_config.h"
+/* This binary's build, from the -DML_ISA=<isa> of every build. */
+#define ML_GUARD_STR_(a) #a
+#define ML_GUARD_STR(a) ML_GUARD_STR_(a)
+#define ML_BUILD_THIS_NAME ML_GUARD_STR(ML_ISA)
 
 #if defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86)
 #define ML_HOST_X86 1
@@ -46,10 +49,10 @@ static const char *const build_parents[ML_BUILD_COUNT] = {ML_ISAS(ML_ISA_PARENT_
 static const uint32_t build_archs[ML_BUILD_COUNT] = {ML_ISAS(ML_ISA_ARCHS_)};
 static const uint32_t build_needs[ML_BUILD_COUNT] = {ML_ISAS(ML_ISA_NEEDS_)};
 
-/* served_by[b][k]: the ISA whose code runs kernel k in build b (ML_PICK). */
-#define ML_SERVED_(ret, name, NAME, params, isa) ML_STR(ML_PICK_##isa(NAME)),
-#define ML_SERVED_ROW_(isa, ISA, parent, archs, needs) {ML_KERNEL_LIST(ML_SERVED_, isa)},
-static const char *const served_by[ML_BUILD_COUNT][ML_KERNEL_COUNT] = {ML_ISAS(ML_SERVED_ROW_)};
+/* served_by[b][k]: the ISA whose code runs kernel k in build b (the chain,
+ * walked by tools/isas.awk into ML_SERVED_<isa> of the generated header). */
+#define ML_SERVED_ROW_(isa, ISA, parent, archs, needs) ML_SERVED_##isa,
+static const char *const served_by[ML_BUILD_COUNT][ML_KERNEL_N] = {ML_ISAS(ML_SERVED_ROW_)};
 
 ML_GUARD_FN const char *ml_cpu_feature_name(ml_cpu_feature f) {
     return (f >= 0 && f < ML_F_COUNT) ? feature_names[f] : "?";
@@ -70,7 +73,7 @@ ML_GUARD_FN const char *ml_build_parent(ml_build b) {
 }
 
 ML_GUARD_FN ml_build ml_build_this(void) {
-    int b = ml_build_from_name(ML_ISA_NAME);
+    int b = ml_build_from_name(ML_BUILD_THIS_NAME);
     return b < 0 ? ML_BUILD_SCALAR : (ml_build)b;
 }
 
@@ -82,7 +85,7 @@ ML_GUARD_FN ml_build ml_build_this(void) {
 ML_GUARD_FN static uint32_t isa_requires(ml_build b) {
     if (b < 0 || b >= ML_BUILD_COUNT) return 0;
     uint32_t need = build_needs[b];
-    for (int k = 0; k < ML_KERNEL_COUNT; k++) {
+    for (int k = 0; k < ML_KERNEL_N; k++) {
         int s = ml_build_from_name(served_by[b][k]);
         if (s >= 0) need |= build_needs[s];
     }
