@@ -331,6 +331,15 @@ ML_GUARD_FN ml_status ml_isa_check_for(ml_build b, const ml_cpu_features *f, ml_
     return ML_E_ISA;
 }
 
+/* The builds of f's architecture that f runs, lowest first, sep between. */
+ML_GUARD_FN static void put_runs(outbuf *o, const ml_cpu_features *f, const char *pre, const char *post,
+                                 const char *sep) {
+    const char *s = "";
+    for (int i = 0; i < ML_BUILD_COUNT; i++)
+        if (build_arch_matches((ml_build)i, f->arch) && can_run((ml_build)i, f))
+            put(o, "%s%s%s%s", s, pre, build_names[i], post), s = sep;
+}
+
 ML_GUARD_FN void ml_isa_report_for(ml_build b, const ml_cpu_features *f, char *buf, size_t len) {
     static const char *const arch_names[] = {"unknown", "x86", "ARM32", "AArch64"};
     outbuf o = {buf, len, 0};
@@ -348,10 +357,7 @@ ML_GUARD_FN void ml_isa_report_for(ml_build b, const ml_cpu_features *f, char *b
         for (int i = lo; i <= hi; i++)
             put(&o, "    %-12s %s\n", feature_names[i], (f->has & ML_FBIT(i)) ? "yes" : "no");
         put(&o, "  runs here   : ");
-        const char *sep = "";
-        for (int i = 0; i < ML_BUILD_COUNT; i++)
-            if (build_arch_matches((ml_build)i, f->arch) && can_run((ml_build)i, f))
-                put(&o, "%s%s", sep, build_names[i]), sep = " ";
+        put_runs(&o, f, "", "", " ");
         put(&o, "\n  this build  : ");
         if (can_run(b, f)) {
             put(&o, "supported\n");
@@ -370,6 +376,31 @@ ML_GUARD_FN void ml_isa_report_for(ml_build b, const ml_cpu_features *f, char *b
     }
 }
 
+/* The same facts as one line of JSON, in a fixed layout the launcher reads
+ * with sed (tools/ml.sh): keys in this order, no spaces, names that need no
+ * escaping, source included (our own text: no quotes, no backslashes). "runs" is empty and
+ * "best" null where nothing is detected or no build runs. */
+ML_GUARD_FN void ml_isa_report_json_for(ml_build b, const ml_cpu_features *f, char *buf, size_t len) {
+    static const char *const arch_names[] = {"unknown", "x86", "arm32", "aarch64"};
+    outbuf o = {buf, len, 0};
+    if (len) buf[0] = '\0';
+    put(&o, "{\"arch\":\"%s\",\"detected\":%s,\"source\":\"%s\",\"features\":[", arch_names[f->arch],
+        f->detected ? "true" : "false", f->source);
+    const char *sep = "";
+    for (int i = 0; i < ML_F_COUNT; i++)
+        if (f->has & ML_FBIT(i)) put(&o, "%s\"%s\"", sep, feature_names[i]), sep = ",";
+    put(&o, "],\"build\":\"%s\",\"needs\":[", build_names[b]);
+    sep = "";
+    for (int i = 0; i < ML_F_COUNT; i++)
+        if (ml_build_requires(b) & ML_FBIT(i)) put(&o, "%s\"%s\"", sep, feature_names[i]), sep = ",";
+    put(&o, "],\"supported\":%s,\"runs\":[", (!f->detected || can_run(b, f)) ? "true" : "false");
+    ml_build best = ml_best_build(f);
+    int any = f->detected && can_run(best, f);
+    if (f->detected) put_runs(&o, f, "\"", "\"", ",");
+    if (any) put(&o, "],\"best\":\"%s\"}\n", build_names[best]);
+    else put(&o, "],\"best\":null}\n");
+}
+
 /* ==== the host ============================================================ */
 
 ML_GUARD_FN ml_status ml_isa_check(ml_err *err) {
@@ -382,4 +413,10 @@ ML_GUARD_FN void ml_isa_report(char *buf, size_t len) {
     ml_cpu_features f;
     ml_cpu_detect(&f);
     ml_isa_report_for(ml_build_this(), &f, buf, len);
+}
+
+ML_GUARD_FN void ml_isa_report_json(char *buf, size_t len) {
+    ml_cpu_features f;
+    ml_cpu_detect(&f);
+    ml_isa_report_json_for(ml_build_this(), &f, buf, len);
 }

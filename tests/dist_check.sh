@@ -78,7 +78,7 @@ done
 
 # ---- the launcher ---------------------------------------------------------------------
 if [ -x "$DIST/x86_64/scalar/ml_run" ] && [ "$(uname -m)" = x86_64 ]; then
-    # The guard's own answer ("best build"), not the launcher's walk of "runs here".
+    # The guard's own answer (the prose "best build"), not the launcher's walk of "runs".
     best=$("$DIST/x86_64/scalar/ml_run" --cpu-info | sed -n 's/^  best build  : \([a-z0-9_]*\).*/\1/p')
     got=$(dash "$DIST/ml" --which)
     if [ ! -x "$DIST/x86_64/$best/ml_run" ]; then skip "launcher: this CPU's best build, $best, is not in $DIST (a partial dist)"
@@ -95,7 +95,7 @@ if [ -x "$DIST/x86_64/scalar/ml_run" ] && [ "$(uname -m)" = x86_64 ]; then
     if have qemu-x86_64; then
         for cpu in Nehalem:sse41 core2duo:sse2; do
             [ -x "$DIST/x86_64/${cpu#*:}/ml_run" ] || { skip "launcher on ${cpu%%:*}: no ${cpu#*:} build in $DIST"; continue; }
-            qemu-x86_64 -cpu "${cpu%%:*}" "$DIST/x86_64/scalar/ml_run" --cpu-info >"$tmp/report" 2>/dev/null
+            qemu-x86_64 -cpu "${cpu%%:*}" "$DIST/x86_64/scalar/ml_run" --cpu-info --json >"$tmp/report" 2>/dev/null
             got=$(ML_CPU_REPORT=$tmp/report dash "$DIST/ml" --which)
             [ "${got##*/x86_64/}" = "${cpu#*:}/ml_run" ] && ok "launcher: with a ${cpu%%:*} CPU report (qemu) it picks ${cpu#*:}" ||
                 bad "launcher: with a ${cpu%%:*} CPU report it picks $got, expected ${cpu#*:}"
