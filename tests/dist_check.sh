@@ -36,11 +36,16 @@ done
 # the shipped model (tests/test_default_model.sh checks it is convert.py's output)
 model=models/stories260K/stories260K_q8_0.mlb tok=models/stories260K/tok512.bin
 golden=$(cat tests/golden/stories260K_q8_0.logits64.sha256)
-# qemu for an ARM build: the first CPU of its registry line's "run on" column
-# (config/isas.txt); scalar runs on the first CPU of its architecture's lines.
+# qemu for an ARM build: the qemu-user of the registry's arch line labelled as
+# the dist folder (config/isas.txt), on the first CPU of the build's line's
+# "run on" column; scalar runs on the first CPU of its architecture's lines.
 qemu_for() {  # dist arch, isa
-    local a=$1 q
-    case $a in armv7) a=arm32 q=qemu-arm ;; aarch64) q=qemu-aarch64 ;; *) return 1 ;; esac
+    local a q="" label=""
+    for a in arm32 aarch64; do
+        IFS='|' read -r _ q label < <(awk -f tools/isas.awk -v want=arch -v arch=$a config/isas.txt)
+        [ "$label" = "$1" ] && break
+    done
+    [ "$label" = "$1" ] || return 1
     local cpu
     cpu=$(awk -f tools/isas.awk -v want=rows config/isas.txt |
         awk -F'|' -v a="$a" -v i="$2" '$2 == a && (i == "scalar" || $1 == i) { split($3, c, ";"); print c[1]; exit }')
