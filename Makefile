@@ -122,11 +122,12 @@ help:
 	@echo "         SAN=1 (ASan+UBSan, into build/<isa>-san/)  STATIC=1 (-static)"
 	@echo "         M32=1 (32-bit x86, -m32: scalar sse2 sse41 avx2 ...; needs SSE2; into build/<isa>-i686/)"
 
-# The C side of the registry, generated for every build (config/ml_config.h).
-GEN_H      := $(BUILD)/gen/ml_isas_gen.h
-$(GEN_H): $(ISA_LIST) tools/isas.awk
+# The C side of the registry, generated for every build: ml_isas_gen.h (the
+# ISA table, core/isa_check.c) and ml_bind_gen.h (the binding, config/ml_config.h).
+GEN_H      := $(BUILD)/gen/ml_isas_gen.h $(BUILD)/gen/ml_bind_gen.h
+$(GEN_H): $(BUILD)/gen/ml_%_gen.h: $(ISA_LIST) tools/isas.awk config/ml_kernels.h $(wildcard kernels/*/kernels_*.h)
 	@mkdir -p $(@D)
-	$(call isas,header) >$@
+	$(call isas,$(if $(filter isas,$*),header,bind),$(ISA)) >$@.tmp && mv $@.tmp $@
 
 # ---- objects: baseline flags (BASE_FLAGS), except kernels/<isa>/ and the guard ----
 $(LIB_OBJ) $(TEST_LIB_OBJ) $(GUARD_OBJ) $(APP_OBJ) $(call obj,$(wildcard app/*.c) $(TEST_SRC)): | $(GEN_H) $(M32_ASM)

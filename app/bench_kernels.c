@@ -103,42 +103,70 @@ int ml_bench_matvecs(const ml_bench_opts *o, int wtype, ml_rng *rng) {
 
 /* ---- float kernels -------------------------------------------------------- */
 
-typedef struct { float *a, *b, *c; ml_qact qa; int n; int which; } vec_ctx;
+typedef struct { float *a, *b, *c; ml_qact qa; int n; } vec_ctx;
+
+/* How each kernel of the list is timed here: one call on v's buffers, n
+ * floats wide; vocab: also at the vocabulary's width (32000). The matvecs and
+ * matmuls have no call here (NULL): they are timed above, at model shapes;
+ * nor has dequant_row (one embedding row per token: nothing to time). */
+typedef struct { void (*run)(vec_ctx *v); int vocab; } vec_call;
+
+#define ROPE_HD 32 /* head_dim: every width below is a multiple */
+static void run_quantize_q8(vec_ctx *v) { ml_k_quantize_q8(&v->qa, v->a, v->n); }
+static void run_rmsnorm(vec_ctx *v) { ml_k_rmsnorm(v->c, v->a, v->b, v->n, 1e-5f); }
+static void run_softmax(vec_ctx *v) { memcpy(v->c, v->a, (size_t)v->n * 4); ml_k_softmax(v->c, v->n); }
+static void run_rope(vec_ctx *v) {  /* cos and sin in [-1, 1]: b's first two half-heads */
+    memcpy(v->c, v->a, (size_t)v->n * 4);
+    ml_k_rope(v->c, NULL, v->b, v->b + ROPE_HD / 2, ROPE_HD, v->n / ROPE_HD, v->n / ROPE_HD);
+}
+static void run_silu_mul(vec_ctx *v) { memcpy(v->c, v->a, (size_t)v->n * 4); ml_k_silu_mul(v->c, v->b, v->n); }
+static void run_add(vec_ctx *v) { ml_k_add(v->c, v->a, v->n); }
+static void run_dot_f32(vec_ctx *v) { v->c[0] += ml_k_dot_f32(v->a, v->b, v->n); }
+static void run_axpy_f32(vec_ctx *v) { ml_k_axpy_f32(v->c, 0.5f, v->a, v->n); }
+
+static const vec_call bench_matvec_q8 = {NULL, 0}, bench_matvec_q4 = {NULL, 0};
+static const vec_call bench_matmul_q8 = {NULL, 0}, bench_matmul_q4 = {NULL, 0};
+static const vec_call bench_dequant_row_q8 = {NULL, 0}, bench_dequant_row_q4 = {NULL, 0};
+static const vec_call bench_quantize_q8 = {run_quantize_q8, 0}, bench_rmsnorm = {run_rmsnorm, 0};
+static const vec_call bench_softmax = {run_softmax, 1}, bench_rope = {run_rope, 0};
+static const vec_call bench_silu_mul = {run_silu_mul, 0}, bench_add = {run_add, 0};
+static const vec_call bench_dot_f32 = {run_dot_f32, 1}, bench_axpy_f32 = {run_axpy_f32, 1};
+
+/* The table is the kernel list (config/ml_kernels.h): a new kernel does not
+ * compile here until it says how it is timed. */
+#define VEC_ROW(ret, name, NAME, params) {#name, &bench_##name},
+static const struct { const char *name; const vec_call *call; } vec_kernels[] = {ML_KERNELS(VEC_ROW)};
+
+typedef struct { vec_ctx v; void (*run)(vec_ctx *v); } vec_timed;
 
 static void run_vec(void *p) {
-    vec_ctx *v = p;
-    switch (v->which) {
-    case 0: ml_k_quantize_q8(&v->qa, v->a, v->n); break;
-    case 1: ml_k_rmsnorm(v->c, v->a, v->b, v->n, 1e-5f); break;
-    case 2: memcpy(v->c, v->a, (size_t)v->n * 4); ml_k_softmax(v->c, v->n); break;
-    case 3: memcpy(v->c, v->a, (size_t)v->n * 4); ml_k_silu_mul(v->c, v->b, v->n); break;
-    case 4: v->c[0] += ml_k_dot_f32(v->a, v->b, v->n); break;
-    case 5: ml_k_axpy_f32(v->c, 0.5f, v->a, v->n); break;
-    }
+    vec_timed *t = p;
+    t->run(&t->v);
 }
 
 int ml_bench_vectors(const ml_bench_opts *o, ml_rng *rng) {
-    static const char *names[] = {"quantize_q8", "rmsnorm", "softmax", "silu_mul", "dot_f32", "axpy_f32"};
     static const int sizes[] = {288, 2048, 5632, 32000};
-    for (int w = 0; w < 6; w++)
+    for (size_t w = 0; w < sizeof vec_kernels / sizeof *vec_kernels; w++)
         for (int k = 0; k < 4; k++) {
             int n = sizes[k];
-            if ((w == 0 || w == 1 || w == 3) && n == 32000) continue; /* not a width these run at */
-            vec_ctx v = {ml_bench_alloc((size_t)n * 4), ml_bench_alloc((size_t)n * 4), ml_bench_alloc((size_t)n * 4),
-                         {ml_bench_alloc((size_t)n), ml_bench_alloc((size_t)n / ML_QK * 4), n}, n, w};
-            int ok = v.a && v.b && v.c && v.qa.q && v.qa.d;
+            const vec_call *c = vec_kernels[w].call;
+            if (!c->run || (n == 32000 && !c->vocab)) continue; /* not a width this runs at */
+            vec_timed t = {{ml_bench_alloc((size_t)n * 4), ml_bench_alloc((size_t)n * 4), ml_bench_alloc((size_t)n * 4),
+                            {ml_bench_alloc((size_t)n), ml_bench_alloc((size_t)n / ML_QK * 4), n}, n}, c->run};
+            vec_ctx *v = &t.v;
+            int ok = v->a && v->b && v->c && v->qa.q && v->qa.d;
             if (ok) {
-                ml_rng_floats(rng, v.a, (size_t)n, -4.0f, 4.0f);
-                ml_rng_floats(rng, v.b, (size_t)n, -1.0f, 1.0f);
-                ml_rng_floats(rng, v.c, (size_t)n, -1.0f, 1.0f);
-                double t[64];
-                for (int r = 0; r < o->reps; r++) t[r] = ml_bench_time_call(run_vec, &v);
-                ml_bench_stats st = ml_bench_summarize(t, o->reps);
-                printf("  %-12s n=%-6d %9.3f us  %7.2f Gelem/s\n", names[w], n, st.med * 1e6, n / st.med / 1e9);
+                ml_rng_floats(rng, v->a, (size_t)n, -4.0f, 4.0f);
+                ml_rng_floats(rng, v->b, (size_t)n, -1.0f, 1.0f);
+                ml_rng_floats(rng, v->c, (size_t)n, -1.0f, 1.0f);
+                double tm[64];
+                for (int r = 0; r < o->reps; r++) tm[r] = ml_bench_time_call(run_vec, &t);
+                ml_bench_stats st = ml_bench_summarize(tm, o->reps);
+                printf("  %-12s n=%-6d %9.3f us  %7.2f Gelem/s\n", vec_kernels[w].name, n, st.med * 1e6, n / st.med / 1e9);
             }
-            ml_aligned_free(v.a), ml_aligned_free(v.b), ml_aligned_free(v.c), ml_aligned_free(v.qa.q), ml_aligned_free(v.qa.d);
+            ml_aligned_free(v->a), ml_aligned_free(v->b), ml_aligned_free(v->c), ml_aligned_free(v->qa.q), ml_aligned_free(v->qa.d);
             if (!ok) {
-                fprintf(stderr, "ml_bench: out of memory for %s n=%d\n", names[w], n);
+                fprintf(stderr, "ml_bench: out of memory for %s n=%d\n", vec_kernels[w].name, n);
                 return ML_EXIT_FAIL;
             }
         }

@@ -16,15 +16,19 @@ ML_GUARD_FN int main(int argc, char **argv) {
 #if defined(_WIN32)
     ml_utf8_args(&argc, &argv); /* prompts and paths in UTF-8, as on POSIX */
 #endif
-    /* --cpu-info answers before the check, so even a build this CPU cannot
-     * run can say which build to use instead. */
+    /* --cpu-info [--json] answers before the check, so even a build this CPU
+     * cannot run can say which build to use instead. */
+    int info = 0, json = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--cpu-info") == 0) {
-            char report[2048];
-            ml_isa_report(report, sizeof report);
-            fputs(report, stdout);
-            return ML_EXIT_OK;
-        }
+        info |= strcmp(argv[i], "--cpu-info") == 0;
+        json |= strcmp(argv[i], "--json") == 0;
+    }
+    if (info) {
+        char report[2048];
+        if (json) ml_isa_report_json(report, sizeof report);
+        else ml_isa_report(report, sizeof report);
+        fputs(report, stdout);
+        return ML_EXIT_OK;
     }
     ml_err err;
     if (ml_isa_check(&err) != ML_OK) {

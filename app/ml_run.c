@@ -40,6 +40,7 @@ static void usage(FILE *f) {
             "  --logits FILE  write each position's logits (float32 x vocab) to FILE\n"
             "  --ids FILE     write the token ids (prompt, then generated), one per line\n"
             "  --cpu-info     print what this CPU supports and which build to use\n"
+            "                 (--cpu-info --json: the same as one line of JSON)\n"
             "build: %s\n",
             DEFAULT_STEPS, ML_THREADS_DEFAULT_MAX, ML_RUN_DEFAULT_BATCH, ML_ISA_NAME);
 }

@@ -1,7 +1,10 @@
-/* The kernel registry: the one list of DESIGN §5 kernels. Prototypes for
- * every ISA, the binding in ml_config.h, the tests and the benchmark are all
- * generated from it, so a new kernel is one line here.
- *   X(return type, name, NAME, parameter list)                              */
+/* The kernel registry: the one list of DESIGN §5 kernels. Generated from it:
+ * the prototypes of every ISA (below), the binding and the capability defaults
+ * (tools/isas.awk reads the X lines: $(BUILD)/gen/ml_bind_gen.h, ml_isas_gen.h),
+ * the binding check of tests/test_kernels.c and the kernel list of the guard.
+ * A new kernel is one line here, its scalar twin, and a line in the
+ * kernels_<isa>.h of each folder that implements it.
+ *   X(return type, name, NAME, parameter list), one kernel per line          */
 #ifndef ML_KERNELS_H
 #define ML_KERNELS_H
 
@@ -33,6 +36,9 @@ enum { ML_KERNEL_COUNT = 0 ML_KERNELS(ML_KERNEL_ONE_) };
 
 /* Every ISA of the registry (config/isas.txt), as ML_ISAS(X); generated per build. */
 #include "ml_isas_gen.h"
+
+/* tools/isas.awk found every kernel of the list (one X( line each). */
+_Static_assert(ML_KERNEL_COUNT == ML_KERNEL_N, "tools/isas.awk misread config/ml_kernels.h");
 
 /* Prototypes of every kernel for every ISA (only the built chain is linked). */
 #define ML_PROTO_(ret, name, NAME, params, isa) ret ml_k_##name##_##isa params;

@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config/ml_config.h"
+/* This binary's build, from the -DML_ISA=<isa> of every build. */
+#define ML_GUARD_STR_(a) #a
+#define ML_GUARD_STR(a) ML_GUARD_STR_(a)
+#define ML_BUILD_THIS_NAME ML_GUARD_STR(ML_ISA)
 
 #if defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86)
 #define ML_HOST_X86 1
@@ -46,10 +49,10 @@ static const char *const build_parents[ML_BUILD_COUNT] = {ML_ISAS(ML_ISA_PARENT_
 static const uint32_t build_archs[ML_BUILD_COUNT] = {ML_ISAS(ML_ISA_ARCHS_)};
 static const uint32_t build_needs[ML_BUILD_COUNT] = {ML_ISAS(ML_ISA_NEEDS_)};
 
-/* served_by[b][k]: the ISA whose code runs kernel k in build b (ML_PICK). */
-#define ML_SERVED_(ret, name, NAME, params, isa) ML_STR(ML_PICK_##isa(NAME)),
-#define ML_SERVED_ROW_(isa, ISA, parent, archs, needs) {ML_KERNEL_LIST(ML_SERVED_, isa)},
-static const char *const served_by[ML_BUILD_COUNT][ML_KERNEL_COUNT] = {ML_ISAS(ML_SERVED_ROW_)};
+/* served_by[b][k]: the ISA whose code runs kernel k in build b (the chain,
+ * walked by tools/isas.awk into ML_SERVED_<isa> of the generated header). */
+#define ML_SERVED_ROW_(isa, ISA, parent, archs, needs) ML_SERVED_##isa,
+static const char *const served_by[ML_BUILD_COUNT][ML_KERNEL_N] = {ML_ISAS(ML_SERVED_ROW_)};
 
 ML_GUARD_FN const char *ml_cpu_feature_name(ml_cpu_feature f) {
     return (f >= 0 && f < ML_F_COUNT) ? feature_names[f] : "?";
@@ -70,7 +73,7 @@ ML_GUARD_FN const char *ml_build_parent(ml_build b) {
 }
 
 ML_GUARD_FN ml_build ml_build_this(void) {
-    int b = ml_build_from_name(ML_ISA_NAME);
+    int b = ml_build_from_name(ML_BUILD_THIS_NAME);
     return b < 0 ? ML_BUILD_SCALAR : (ml_build)b;
 }
 
@@ -82,7 +85,7 @@ ML_GUARD_FN ml_build ml_build_this(void) {
 ML_GUARD_FN static uint32_t isa_requires(ml_build b) {
     if (b < 0 || b >= ML_BUILD_COUNT) return 0;
     uint32_t need = build_needs[b];
-    for (int k = 0; k < ML_KERNEL_COUNT; k++) {
+    for (int k = 0; k < ML_KERNEL_N; k++) {
         int s = ml_build_from_name(served_by[b][k]);
         if (s >= 0) need |= build_needs[s];
     }
@@ -328,6 +331,15 @@ ML_GUARD_FN ml_status ml_isa_check_for(ml_build b, const ml_cpu_features *f, ml_
     return ML_E_ISA;
 }
 
+/* The builds of f's architecture that f runs, lowest first, sep between. */
+ML_GUARD_FN static void put_runs(outbuf *o, const ml_cpu_features *f, const char *pre, const char *post,
+                                 const char *sep) {
+    const char *s = "";
+    for (int i = 0; i < ML_BUILD_COUNT; i++)
+        if (build_arch_matches((ml_build)i, f->arch) && can_run((ml_build)i, f))
+            put(o, "%s%s%s%s", s, pre, build_names[i], post), s = sep;
+}
+
 ML_GUARD_FN void ml_isa_report_for(ml_build b, const ml_cpu_features *f, char *buf, size_t len) {
     static const char *const arch_names[] = {"unknown", "x86", "ARM32", "AArch64"};
     outbuf o = {buf, len, 0};
@@ -345,10 +357,7 @@ ML_GUARD_FN void ml_isa_report_for(ml_build b, const ml_cpu_features *f, char *b
         for (int i = lo; i <= hi; i++)
             put(&o, "    %-12s %s\n", feature_names[i], (f->has & ML_FBIT(i)) ? "yes" : "no");
         put(&o, "  runs here   : ");
-        const char *sep = "";
-        for (int i = 0; i < ML_BUILD_COUNT; i++)
-            if (build_arch_matches((ml_build)i, f->arch) && can_run((ml_build)i, f))
-                put(&o, "%s%s", sep, build_names[i]), sep = " ";
+        put_runs(&o, f, "", "", " ");
         put(&o, "\n  this build  : ");
         if (can_run(b, f)) {
             put(&o, "supported\n");
@@ -367,6 +376,31 @@ ML_GUARD_FN void ml_isa_report_for(ml_build b, const ml_cpu_features *f, char *b
     }
 }
 
+/* The same facts as one line of JSON, in a fixed layout the launcher reads
+ * with sed (tools/ml.sh): keys in this order, no spaces, names that need no
+ * escaping, source included (our own text: no quotes, no backslashes). "runs" is empty and
+ * "best" null where nothing is detected or no build runs. */
+ML_GUARD_FN void ml_isa_report_json_for(ml_build b, const ml_cpu_features *f, char *buf, size_t len) {
+    static const char *const arch_names[] = {"unknown", "x86", "arm32", "aarch64"};
+    outbuf o = {buf, len, 0};
+    if (len) buf[0] = '\0';
+    put(&o, "{\"arch\":\"%s\",\"detected\":%s,\"source\":\"%s\",\"features\":[", arch_names[f->arch],
+        f->detected ? "true" : "false", f->source);
+    const char *sep = "";
+    for (int i = 0; i < ML_F_COUNT; i++)
+        if (f->has & ML_FBIT(i)) put(&o, "%s\"%s\"", sep, feature_names[i]), sep = ",";
+    put(&o, "],\"build\":\"%s\",\"needs\":[", build_names[b]);
+    sep = "";
+    for (int i = 0; i < ML_F_COUNT; i++)
+        if (ml_build_requires(b) & ML_FBIT(i)) put(&o, "%s\"%s\"", sep, feature_names[i]), sep = ",";
+    put(&o, "],\"supported\":%s,\"runs\":[", (!f->detected || can_run(b, f)) ? "true" : "false");
+    ml_build best = ml_best_build(f);
+    int any = f->detected && can_run(best, f);
+    if (f->detected) put_runs(&o, f, "\"", "\"", ",");
+    if (any) put(&o, "],\"best\":\"%s\"}\n", build_names[best]);
+    else put(&o, "],\"best\":null}\n");
+}
+
 /* ==== the host ============================================================ */
 
 ML_GUARD_FN ml_status ml_isa_check(ml_err *err) {
@@ -379,4 +413,10 @@ ML_GUARD_FN void ml_isa_report(char *buf, size_t len) {
     ml_cpu_features f;
     ml_cpu_detect(&f);
     ml_isa_report_for(ml_build_this(), &f, buf, len);
+}
+
+ML_GUARD_FN void ml_isa_report_json(char *buf, size_t len) {
+    ml_cpu_features f;
+    ml_cpu_detect(&f);
+    ml_isa_report_json_for(ml_build_this(), &f, buf, len);
 }

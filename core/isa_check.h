@@ -35,6 +35,15 @@ ml_status ml_isa_check(ml_err *err);
  * use, written into buf (for `ml_run --cpu-info`). */
 void ml_isa_report(char *buf, size_t len);
 
+/* The same as one line of JSON (`ml_run --cpu-info --json`, read by
+ * tools/ml.sh and tools/pick_isa.sh), in this fixed layout:
+ * {"arch":"x86","detected":true,"source":"...","features":["SSE2",...],
+ *  "build":"scalar","needs":[],"supported":true,"runs":["scalar",...],"best":"avx2"}
+ * arch is the registry's (x86, arm32, aarch64, unknown); runs lists the builds
+ * of this architecture the CPU runs, lowest first; best is null when no build
+ * runs or nothing is detected. */
+void ml_isa_report_json(char *buf, size_t len);
+
 /* ---- features ------------------------------------------------------------
  * OS_YMM / OS_ZMM are the OS's promise (XCR0) to save the AVX / AVX-512
  * registers; the CPUID bits alone are not enough to use those ISAs. */
@@ -101,5 +110,6 @@ void ml_cpu_detect(ml_cpu_features *f);
  *  Use the sse41 build (make ISA=sse41)." */
 ml_status ml_isa_check_for(ml_build b, const ml_cpu_features *f, ml_err *err);
 void ml_isa_report_for(ml_build b, const ml_cpu_features *f, char *buf, size_t len);
+void ml_isa_report_json_for(ml_build b, const ml_cpu_features *f, char *buf, size_t len);
 
 #endif

@@ -36,11 +36,16 @@ done
 # the shipped model (tests/test_default_model.sh checks it is convert.py's output)
 model=models/stories260K/stories260K_q8_0.mlb tok=models/stories260K/tok512.bin
 golden=$(cat tests/golden/stories260K_q8_0.logits64.sha256)
-# qemu for an ARM build: the first CPU of its registry line's "run on" column
-# (config/isas.txt); scalar runs on the first CPU of its architecture's lines.
+# qemu for an ARM build: the qemu-user of the registry's arch line labelled as
+# the dist folder (config/isas.txt), on the first CPU of the build's line's
+# "run on" column; scalar runs on the first CPU of its architecture's lines.
 qemu_for() {  # dist arch, isa
-    local a=$1 q
-    case $a in armv7) a=arm32 q=qemu-arm ;; aarch64) q=qemu-aarch64 ;; *) return 1 ;; esac
+    local a q="" label=""
+    for a in arm32 aarch64; do
+        IFS='|' read -r _ q label < <(awk -f tools/isas.awk -v want=arch -v arch=$a config/isas.txt)
+        [ "$label" = "$1" ] && break
+    done
+    [ "$label" = "$1" ] || return 1
     local cpu
     cpu=$(awk -f tools/isas.awk -v want=rows config/isas.txt |
         awk -F'|' -v a="$a" -v i="$2" '$2 == a && (i == "scalar" || $1 == i) { split($3, c, ";"); print c[1]; exit }')
@@ -78,7 +83,7 @@ done
 
 # ---- the launcher ---------------------------------------------------------------------
 if [ -x "$DIST/x86_64/scalar/ml_run" ] && [ "$(uname -m)" = x86_64 ]; then
-    # The guard's own answer ("best build"), not the launcher's walk of "runs here".
+    # The guard's own answer (the prose "best build"), not the launcher's walk of "runs".
     best=$("$DIST/x86_64/scalar/ml_run" --cpu-info | sed -n 's/^  best build  : \([a-z0-9_]*\).*/\1/p')
     got=$(dash "$DIST/ml" --which)
     if [ ! -x "$DIST/x86_64/$best/ml_run" ]; then skip "launcher: this CPU's best build, $best, is not in $DIST (a partial dist)"
@@ -95,7 +100,7 @@ if [ -x "$DIST/x86_64/scalar/ml_run" ] && [ "$(uname -m)" = x86_64 ]; then
     if have qemu-x86_64; then
         for cpu in Nehalem:sse41 core2duo:sse2; do
             [ -x "$DIST/x86_64/${cpu#*:}/ml_run" ] || { skip "launcher on ${cpu%%:*}: no ${cpu#*:} build in $DIST"; continue; }
-            qemu-x86_64 -cpu "${cpu%%:*}" "$DIST/x86_64/scalar/ml_run" --cpu-info >"$tmp/report" 2>/dev/null
+            qemu-x86_64 -cpu "${cpu%%:*}" "$DIST/x86_64/scalar/ml_run" --cpu-info --json >"$tmp/report" 2>/dev/null
             got=$(ML_CPU_REPORT=$tmp/report dash "$DIST/ml" --which)
             [ "${got##*/x86_64/}" = "${cpu#*:}/ml_run" ] && ok "launcher: with a ${cpu%%:*} CPU report (qemu) it picks ${cpu#*:}" ||
                 bad "launcher: with a ${cpu%%:*} CPU report it picks $got, expected ${cpu#*:}"

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # make test: the build matrix. Its rows come from the ISA registry
-# (config/isas.txt): each line this machine can build (natively or with a
-# cross compiler) is built with gcc and run on each CPU of its "run on"
-# column, natively or under qemu-user. The first CPU of a line runs every test
-# of the build; the others run test_kernels and test_e2e.sh (bit-identity and
-# the golden hashes). Further rows: sse2 ASM=1; i686 (M32=1); CMake with gcc
+# (config/isas.txt): each line this machine can build (natively or with the
+# cross compiler of its architecture's line) is built with gcc and run on each
+# CPU of its "run on" column, natively or under that line's qemu-user. The
+# first CPU of a line runs every test of the build; the others run
+# test_kernels and test_e2e.sh (bit-identity and the golden hashes). Further
+# rows: sse2 ASM=1; i686 (M32=1: "i686" in the "run on" column); CMake with gcc
 # and with mingw-w64 under wine (tests/cmake_row.sh); THREADS=pthread for the
 # aarch64 lines past neon; clang builds of every ARM line and of
 # $ML_CLANG_ISAS on x86, the last ARM one run under qemu; avx512vnni with the
@@ -51,18 +52,20 @@ rows=()
 notes=()
 host_x86=0
 case $(uname -m) in x86_64 | amd64) host_x86=1 ;; esac
-cross_of() { case $1 in arm32) echo arm-linux-gnueabihf- ;; aarch64) echo aarch64-linux-gnu- ;; esac; }
-qemu_of() { case $1 in arm32) echo qemu-arm ;; aarch64) echo qemu-aarch64 ;; esac; }
-tag_of() { case $1 in arm32) echo armv7 ;; aarch64) echo aarch64 ;; esac; }
+# An architecture's cross prefix, qemu-user and row label: its arch line in the registry.
+arch_of() { awk -f tools/isas.awk -v want=arch -v arch="$1" config/isas.txt; }
 last_arm=""
+i686_isas=""
 while IFS='|' read -r isa arch run_on; do
     case $arch in
     x86 | any)
         if [ "$host_x86" = 0 ]; then notes+=("$isa: host is $(uname -m), not x86-64"); continue; fi
-        rows+=("$isa|$isa|gcc||||all|$isa")
+        # "native" and "i686" (a 32-bit row, added below with the other native rows)
+        [[ ";$run_on;" == *";native;"* ]] && rows+=("$isa|$isa|gcc||||all|$isa")
+        [[ ";$run_on;" == *";i686;"* ]] && i686_isas+=" $isa"
         continue ;;
     esac
-    cross=$(cross_of "$arch") qemu=$(qemu_of "$arch") tag=$(tag_of "$arch")
+    IFS='|' read -r cross qemu tag < <(arch_of "$arch")
     if ! have "${cross}gcc"; then notes+=("$isa ($tag): ${cross}gcc not installed"); continue; fi
     first=1
     IFS=';' read -ra cpus <<<"$run_on"
@@ -105,7 +108,7 @@ fi
 if [ "$host_x86" = 1 ]; then
     ctests=$(cd tests && ls test_*.c | sed 's/\.c$//' | tr '\n' ' ')
     if echo 'int main(void) { return 0; }' | gcc -m32 -x c - -o "$tmp/m32" 2>/dev/null; then
-        for isa in scalar sse2 sse41; do
+        for isa in $i686_isas; do
             extra=""; [ "$isa" = scalar ] && extra=" test_malformed.sh"
             rows+=("$isa-i686|$isa|gcc -m32|M32=1|||${ctests}test_e2e.sh$extra|$isa-i686")
         done

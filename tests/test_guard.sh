@@ -4,6 +4,10 @@
 # use -- never SIGILL. Builds what it needs (make ISA=<x> into the normal build
 # folders) and runs those binaries natively, under qemu-user CPU models
 # (../shared/TOOLCHAINS.md) and under valgrind. Missing tools SKIP, loudly.
+# The builds and their cross prefixes and qemu come from the ISA registry
+# (config/isas.txt); the CPUs and what each build must do there from
+# config/guard.txt. --cpu-info --json is checked against the report each time
+# a build runs or answers a refused CPU.
 # Each line starts with the build label ("avx2:", "neon-armv7:"), which names
 # its row of the results file, so tests/matrix.sh shows the result per build.
 # tests/matrix.sh runs this once (ML_SKIP_TESTS keeps it out of each row).
@@ -124,6 +128,35 @@ runs() {
         return
     fi
     ok "$what: --cpu-info 'supported', exit 0 ($(grep -hE '^[0-9]+ passed, ' "$tmp/t.out" | tail -n 1))"
+    json "$label" "$bin" "$@"
+}
+
+# json LABEL BINARY RUNNER...: --cpu-info --json on that CPU is one line of
+# valid JSON (python3's json, where there is one) whose runs and best are the
+# report's "runs here" and "best build" (tools/ml.sh and tools/pick_isa.sh
+# read the JSON with sed).
+json() {
+    local label=$1 bin=$2; shift 2
+    local what="$label: $(basename "$bin") --cpu-info --json under '${*:-native}'" why
+    run i "$@" "$bin" --cpu-info
+    run j "$@" "$bin" --cpu-info --json
+    if why=$(died j); then bad "$what: $why"; return; fi
+    if [ "$RC" -ne 0 ] || [ "$(wc -l <"$tmp/j.out")" -ne 1 ]; then bad "$what: exit $RC, $(wc -l <"$tmp/j.out") lines"; return; fi
+    if have python3 && ! python3 -c 'import json, sys; json.load(sys.stdin)' <"$tmp/j.out" 2>"$tmp/j.py"; then
+        bad "$what: not JSON ($(tail -n 1 "$tmp/j.py")): $(head -c 300 "$tmp/j.out")"; return
+    fi
+    local runs best pruns pbest
+    runs=$(sed -n 's/.*"runs":\[\([^]]*\)\].*/\1/p' "$tmp/j.out" | tr -d '"' | tr ',' ' ')
+    best=$(sed -n 's/.*"best":"\([a-z0-9_]*\)".*/\1/p' "$tmp/j.out")
+    pruns=$(sed -n 's/^  runs here   : //p' "$tmp/i.out")
+    pbest=$(sed -n 's/^  best build  : \([a-z0-9_]*\).*/\1/p' "$tmp/i.out")
+    [ "$pbest" = none ] && pbest=""
+    if [ "$runs" = "$pruns" ] && [ "$best" = "$pbest" ] && grep -q '"arch":"[a-z0-9]*","detected":true,' "$tmp/j.out" &&
+        grep -q '"features":\[' "$tmp/j.out"; then
+        ok "$what: valid, runs '$runs', best ${best:-null}, as the report says"
+    else
+        bad "$what: runs '$runs' best '$best', the report: runs '$pruns' best '$pbest': $(head -c 300 "$tmp/j.out")"
+    fi
 }
 
 # --cpu-info answers even where the build is refused (it runs before the check).
@@ -138,6 +171,7 @@ info_refused() {
     else
         bad "$label: --cpu-info under '$*': exit $RC, output: $(head -c 400 "$tmp/i.out")"
     fi
+    json "$label" "$bin" "$@"
 }
 
 # baseline LABEL DIR OBJDUMP REGEX: the guard's objects (everything that runs
@@ -153,127 +187,116 @@ baseline() {
     if [ -z "$hits" ]; then ok "$label: guard objects hold baseline code only ($od -d)"
     else bad "$label: guard objects contain ISA instructions: $(tr -s ' \t' ' ' <<<"$hits" | tr '\n' ';')"; fi
 }
-X86_RE='[[:space:]]v[a-z0-9]+ |%[yz]mm|%k[0-7]'
 
-# ---- x86: native, qemu-x86_64, valgrind ---------------------------------
-X86_ISAS="sse2 sse41 avx2 avxvnni avx512vnni"
-declare -A XBIN XRBIN
+# ---- the builds: from the registry (config/isas.txt) --------------------
+reg() { awk -f tools/isas.awk "$@" config/isas.txt; }
+X86_ISAS=$(reg -v want=rows | awk -F'|' '$2 == "x86" { printf "%s ", $1 }')
+I686_ISAS=$(reg -v want=rows | awk -F'|' '$2 ~ /^(x86|any)$/ && (";" $3 ";") ~ /;i686;/ { printf "%s ", $1 }')
+# What the guard's objects must not contain, per architecture (objdump -d text).
+X86_RE='[[:space:]]v[a-z0-9]+ |%[yz]mm|%k[0-7]'
+I686_RE='%xmm|%[yz]mm|%k[0-7]'
+ARM32_RE='[[:space:]]q[0-9]+|\.i(8|16|32|64)[[:space:]]'
+A64_RE='[[:space:]]z[0-9]+\.|[[:space:]]p[0-9]+[/.]|[[:space:]][su]dot[[:space:]]'
+m32_ok=0
+if [ "$host_x86" = 1 ] && have gcc && echo 'int main(void) { return 0; }' | gcc -m32 -x c - -o "$tmp/m32" 2>/dev/null; then
+    m32_ok=1
+fi
+
+# label_build LABEL: builds the build a results label names (<isa>, <isa>-i686,
+# <isa>-<arch label>) once, with its baseline check; sets B_BIN, B_RBIN (empty
+# if it cannot be built here), B_RUN (its qemu-user) and B_WHY (why not).
+declare -A L_BIN L_RBIN L_RUN L_WHY
+label_build() {
+    local label=$1 isa args=() od=objdump re run="" why="" a
+    if [ -z "${L_WHY[$label]+x}" ]; then
+        isa=${label%-*}
+        if [ "$label" = "$isa" ] || [[ " $X86_ISAS " == *" $label "* ]]; then
+            isa=$label re=$X86_RE run=qemu-x86_64
+            [ "$host_x86" = 1 ] && have gcc || why="not an x86-64 host with gcc"
+        elif [ "${label##*-}" = i686 ]; then
+            args=(M32=1) re=$I686_RE run=qemu-i386
+            [ "$m32_ok" = 1 ] || why="gcc -m32 cannot link (apt-get install gcc-12-multilib)"
+        else
+            local cross qemu tag
+            for a in arm32 aarch64; do
+                IFS='|' read -r cross qemu tag < <(reg -v want=arch -v arch=$a)
+                [ "$tag" = "${label##*-}" ] && break
+            done
+            [ "$tag" = "${label##*-}" ] || { L_WHY[$label]="no architecture line labelled ${label##*-} in config/isas.txt"; L_BIN[$label]=""; return 1; }
+            args=("CROSS=$cross") od=${cross}objdump run="$qemu -L /usr/${cross%-}"
+            [ "$a" = arm32 ] && re=$ARM32_RE || re=$A64_RE
+            have "${cross}gcc" || why="${cross}gcc missing (apt-get install gcc-${cross%-} and its libc6-dev cross package, ../shared/TOOLCHAINS.md)"
+        fi
+        L_BIN[$label]="" L_RBIN[$label]="" L_RUN[$label]=$run L_WHY[$label]=$why
+        if [ -z "$why" ]; then
+            if build "$label" "$isa" "${args[@]}"; then
+                L_BIN[$label]=$BIN L_RBIN[$label]=$RBIN
+                baseline "$label" "$DIR" "$od" "$re"
+            else
+                L_WHY[$label]="build failed"
+            fi
+        fi
+    fi
+    B_BIN=${L_BIN[$label]} B_RBIN=${L_RBIN[$label]} B_RUN=${L_RUN[$label]} B_WHY=${L_WHY[$label]}
+    [ -n "$B_BIN" ]
+}
+
+# ---- x86, natively: each build either runs (this host has its ISA) or
+# refuses cleanly; which one is decided by the report, so the test holds on
+# any x86-64 host. ----------------------------------------------------------
 if [ "$host_x86" = 1 ] && have gcc; then
+    for isa in $X86_ISAS; do label_build "$isa"; done
     for isa in $X86_ISAS; do
-        build "$isa" "$isa" && XBIN[$isa]=$BIN && XRBIN[$isa]=$RBIN &&
-            baseline "$isa" "$DIR" objdump "$X86_RE"
-    done
-    # Native: each build either runs (this host has its ISA) or refuses
-    # cleanly; which one is decided by the report, so the test holds on
-    # any x86-64 host.
-    for isa in $X86_ISAS; do
-        [ -n "${XBIN[$isa]:-}" ] || continue
-        run n "${XBIN[$isa]}" --cpu-info
+        label_build "$isa" || continue
+        run n "$B_BIN" --cpu-info
         if [ "$RC" -ne 0 ]; then bad "$isa: native --cpu-info exit $RC"; continue; fi
         if grep -q '^  this build  : supported' "$tmp/n.out"; then
-            runs "$isa" "${XBIN[$isa]}"
+            runs "$isa" "$B_BIN"
         else
             best=$(sed -n 's/^  best build  : \([a-z0-9_]*\) .*/\1/p' "$tmp/n.out")
-            refuses "$isa" "$isa" "${XRBIN[$isa]}" "~" "$best"
+            refuses "$isa" "$isa" "$B_RBIN" "~" "$best"
         fi
     done
 else
     skip "x86: not an x86-64 host with gcc; native x86 guard checks not run"
 fi
+# every i686 build of the registry, for its baseline check
+for isa in $I686_ISAS; do
+    label_build "$isa-i686" || { skip "$isa-i686: ${B_WHY}; 32-bit guard checks not run"; break; }
+done
 
-if [ "$host_x86" = 1 ] && have qemu-x86_64; then
-    Q=(qemu-x86_64 -cpu)
-    [ -n "${XBIN[sse2]:-}" ] && runs sse2 "${XBIN[sse2]}" "${Q[@]}" qemu64
-    if [ -n "${XBIN[sse41]:-}" ]; then
-        runs sse41 "${XBIN[sse41]}" "${Q[@]}" Nehalem
-        refuses sse41 sse41 "${XRBIN[sse41]}" "SSE4.1" sse2 "${Q[@]}" core2duo
-        refuses sse41 sse41 "${XRBIN[sse41]}" "SSSE3, SSE4.1" sse2 "${Q[@]}" qemu64
+# ---- other CPUs: config/guard.txt --------------------------------------
+declare -A SKIPPED
+while read -r label runner cpu expect named best <&3; do
+    case $label in '' | '#'*) continue ;; esac
+    if ! label_build "$label"; then
+        [ -n "${SKIPPED[$label]+x}" ] || skip "$label: $B_WHY; its config/guard.txt lines not run"
+        SKIPPED[$label]=1
+        continue
     fi
-    if [ -n "${XBIN[avx2]:-}" ]; then
-        runs avx2 "${XBIN[avx2]}" "${Q[@]}" max
-        refuses avx2 avx2 "${XRBIN[avx2]}" "AVX, FMA, AVX2" sse41 "${Q[@]}" Westmere
-        refuses avx2 avx2 "${XRBIN[avx2]}" "FMA" sse41 "${Q[@]}" max,-fma
-    fi
-    [ -n "${XBIN[avxvnni]:-}" ] &&
-        refuses avxvnni avxvnni "${XRBIN[avxvnni]}" "AVX-VNNI" avx2 "${Q[@]}" max
-    if [ -n "${XBIN[avx512vnni]:-}" ]; then
-        refuses avx512vnni avx512vnni "${XRBIN[avx512vnni]}" \
-            "~AVX-512F, AVX-512BW, AVX-512VL, AVX-512VNNI" avx2 "${Q[@]}" max
-        info_refused avx512vnni "${XRBIN[avx512vnni]}" avx2 "${Q[@]}" max
-    fi
-else
-    skip "x86 qemu: qemu-x86_64 not installed (apt-get install qemu-user); CPU-model refusal tests not run"
-fi
-
-# valgrind shows the CPU without AVX-VNNI and AVX-512 (TOOLCHAINS.md).
-if [ "$host_x86" = 1 ] && have valgrind; then
-    V=(valgrind -q)
-    [ -n "${XBIN[avx2]:-}" ] && [ -x "$(dirname "${XBIN[avx2]}")/test_isa_check" ] &&
-        runs avx2 "$(dirname "${XBIN[avx2]}")/test_isa_check" "${V[@]}"
-    [ -n "${XBIN[avxvnni]:-}" ] &&
-        refuses avxvnni avxvnni "${XRBIN[avxvnni]}" "AVX-VNNI" avx2 "${V[@]}"
-    [ -n "${XBIN[avx512vnni]:-}" ] &&
-        refuses avx512vnni avx512vnni "${XRBIN[avx512vnni]}" \
-            "~AVX-512F, AVX-512BW, AVX-512VL, AVX-512VNNI" avx2 "${V[@]}"
-else
-    skip "valgrind: not installed; the valgrind refusal checks (avxvnni, avx512vnni) not run"
-fi
-
-# ---- 32-bit x86 (M32=1): every build needs SSE2 (its float math) -----------
-# The guard stays at plain i686: on a Pentium II/III it must name SSE2, not
-# die of SIGILL. qemu-i386 -cpu n270 is the Atom of the netbooks (SSSE3).
-if [ "$host_x86" = 1 ] && have gcc && echo 'int main(void) { return 0; }' |
-    gcc -m32 -x c - -o "$tmp/m32" 2>/dev/null; then
-    declare -A IBIN IRBIN
-    for isa in scalar sse2 sse41; do
-        build "$isa-i686" "$isa" M32=1 && IBIN[$isa]=$BIN && IRBIN[$isa]=$RBIN &&
-            baseline "$isa-i686" "$DIR" objdump '%xmm|%[yz]mm|%k[0-7]'
-    done
-    if have qemu-i386; then
-        for isa in scalar sse2; do
-            [ -n "${IBIN[$isa]:-}" ] || continue
-            for cpu in pentium2 pentium3; do
-                refuses "$isa-i686" "$isa" "${IRBIN[$isa]}" "SSE2" none qemu-i386 -cpu "$cpu"
-            done
-        done
-        [ -n "${IBIN[scalar]:-}" ] && runs scalar-i686 "${IBIN[scalar]}" qemu-i386 -cpu n270
-        [ -n "${IBIN[sse41]:-}" ] &&
-            refuses sse41-i686 sse41 "${IRBIN[sse41]}" "SSE4.1" sse2 qemu-i386 -cpu n270
+    if [ "$runner" = valgrind ]; then
+        cmd=(valgrind -q)
     else
-        skip "i686: qemu-i386 not installed (apt-get install qemu-user); Pentium II/III refusals not run"
+        read -ra cmd <<<"$B_RUN"
+        cmd+=(-cpu "$cpu")
     fi
-else
-    skip "i686: gcc -m32 cannot link (apt-get install gcc-12-multilib); 32-bit guard checks not run"
-fi
-
-# ---- ARM: cross gcc + qemu-user -----------------------------------------
-A32=arm-linux-gnueabihf- A64=aarch64-linux-gnu-
-if have ${A32}gcc && have qemu-arm; then
-    if build neon-armv7 neon CROSS=$A32; then
-        baseline neon-armv7 "$DIR" ${A32}objdump '[[:space:]]q[0-9]+|\.i(8|16|32|64)[[:space:]]'
-        Q=(qemu-arm -L /usr/arm-linux-gnueabihf -cpu)
-        runs neon-armv7 "$BIN" "${Q[@]}" cortex-a15
-        refuses neon-armv7 neon "$RBIN" "NEON" scalar "${Q[@]}" cortex-a15,neon=off
+    if ! have "${cmd[0]}"; then
+        pkg=qemu-user; [ "${cmd[0]}" = valgrind ] && pkg=valgrind
+        [ -n "${SKIPPED[${cmd[0]}]+x}" ] || skip "${cmd[0]} not installed (apt-get install $pkg): its config/guard.txt lines not run"
+        SKIPPED[${cmd[0]}]=1
+        continue
     fi
-else
-    skip "neon-armv7: ${A32}gcc or qemu-arm missing (apt-get install gcc-arm-linux-gnueabihf libc6-dev-armhf-cross qemu-user)"
-fi
-if have ${A64}gcc && have qemu-aarch64; then
-    Q=(qemu-aarch64 -L /usr/aarch64-linux-gnu -cpu)
-    A64_RE='[[:space:]]z[0-9]+\.|[[:space:]]p[0-9]+[/.]|[[:space:]][su]dot[[:space:]]'
-    if build neon_dotprod-aarch64 neon_dotprod CROSS=$A64; then
-        baseline neon_dotprod-aarch64 "$DIR" ${A64}objdump "$A64_RE"
-        runs neon_dotprod-aarch64 "$BIN" "${Q[@]}" cortex-a76
-        refuses neon_dotprod-aarch64 neon_dotprod "$RBIN" "DOTPROD" neon "${Q[@]}" cortex-a53
-    fi
-    if build sve-aarch64 sve CROSS=$A64; then
-        baseline sve-aarch64 "$DIR" ${A64}objdump "$A64_RE"
-        runs sve-aarch64 "$BIN" "${Q[@]}" max
-        refuses sve-aarch64 sve "$RBIN" "SVE" neon_dotprod "${Q[@]}" cortex-a76
-        refuses sve-aarch64 sve "$RBIN" "SVE" neon_dotprod "${Q[@]}" max,sve=off
-    fi
-else
-    skip "aarch64: ${A64}gcc or qemu-aarch64 missing (apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)"
-fi
+    named=${named//,/, }
+    case $expect in
+    runs)
+        bin=$B_BIN
+        # valgrind runs the guard's own test: test_kernels would take minutes there
+        [ "$runner" = valgrind ] && bin=$(dirname "$B_BIN")/test_isa_check
+        runs "$label" "$bin" "${cmd[@]}" ;;
+    refuses) refuses "$label" "${label%-*}" "$B_RBIN" "$named" "$best" "${cmd[@]}" ;;
+    info) info_refused "$label" "$B_RBIN" "$best" "${cmd[@]}" ;;
+    *) bad "config/guard.txt: $label $runner $cpu: unknown expectation '$expect'" ;;
+    esac
+done 3<config/guard.txt
 
 finish

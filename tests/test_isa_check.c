@@ -323,6 +323,153 @@ static void test_host(void) {
     GROUP_DONE("host detection", before);
 }
 
+/* ---- --cpu-info --json ---------------------------------------------------
+ * A validator for the JSON subset the report writes (objects, arrays, strings
+ * without escapes, true, false, null): returns the end of the value or NULL. */
+static const char *json_value(const char *p);
+static const char *json_string(const char *p) {
+    if (*p++ != '"') return NULL;
+    while (*p && *p != '"') {
+        if (*p == '\\' || (unsigned char)*p < 0x20) return NULL;
+        p++;
+    }
+    return *p == '"' ? p + 1 : NULL;
+}
+static const char *json_list(const char *p, char close, int keyed) {
+    p++;
+    if (*p == close) return p + 1;
+    for (;;) {
+        if (keyed && (!(p = json_string(p)) || *p++ != ':')) return NULL;
+        if (!(p = json_value(p))) return NULL;
+        if (*p == close) return p + 1;
+        if (*p++ != ',') return NULL;
+    }
+}
+static const char *json_value(const char *p) {
+    static const char *const words[] = {"true", "false", "null"};
+    if (*p == '{') return json_list(p, '}', 1);
+    if (*p == '[') return json_list(p, ']', 0);
+    if (*p == '"') return json_string(p);
+    for (int i = 0; i < 3; i++)
+        if (!strncmp(p, words[i], strlen(words[i]))) return p + strlen(words[i]);
+    return NULL;
+}
+
+/* The raw text of key's value in the one-line object ("" if absent). */
+static const char *json_field(const char *json, const char *key, char *out, size_t len) {
+    char k[32];
+    snprintf(k, sizeof k, "\"%s\":", key);
+    const char *p = strstr(json, k), *end;
+    out[0] = '\0';
+    if (!p || !(end = json_value(p += strlen(k))) || (size_t)(end - p) >= len) return out;
+    memcpy(out, p, (size_t)(end - p));
+    out[end - p] = '\0';
+    return out;
+}
+
+/* A JSON list of names as the prose writes it: ["a","b"] -> "a b". */
+static const char *json_words(const char *list, char *out, size_t len) {
+    size_t n = 0;
+    for (const char *p = list; *p && n + 1 < len; p++)
+        if (*p == ',') out[n++] = ' ';
+        else if (*p != '"' && *p != '[' && *p != ']') out[n++] = *p;
+    out[n] = '\0';
+    return out;
+}
+
+/* The prose line "  <label>: rest" of a report, rest up to the newline. */
+static const char *prose_line(const char *report, const char *label, char *out, size_t len) {
+    const char *p = strstr(report, label), *e;
+    out[0] = '\0';
+    if (!p) return out;
+    p += strlen(label);
+    e = strchr(p, '\n');
+    if (!e || (size_t)(e - p) >= len) return out;
+    memcpy(out, p, (size_t)(e - p));
+    out[e - p] = '\0';
+    return out;
+}
+
+/* Build b on CPU f: the JSON report is one valid line with every key, in the
+ * fixed order the launcher's sed relies on, and says what the prose says. */
+static void json_agrees(const char *cpu, ml_build b, const ml_cpu_features *f) {
+    static const char *const keys[] = {"arch", "detected", "source", "features", "build", "needs",
+                                       "supported", "runs", "best"};
+    char js[2048], prose[2048], v[512], w[512], pl[256];
+    ml_isa_report_json_for(b, f, js, sizeof js);
+    ml_isa_report_for(b, f, prose, sizeof prose);
+    const char *bn = ml_build_name(b), *end = json_value(js);
+    CHECK(end && !strcmp(end, "\n") && js[0] == '{', "%s, %s: not one line of valid JSON: %s", cpu, bn, js);
+    const char *at = js;
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        char k[32];
+        snprintf(k, sizeof k, "\"%s\":", keys[i]);
+        const char *p = strstr(js, k);
+        CHECK(p && p > at, "%s, %s: key %s missing or out of order: %s", cpu, bn, keys[i], js);
+        if (p) at = p;
+    }
+    snprintf(pl, sizeof pl, "\"%s\"", bn);
+    CHECK(!strcmp(json_field(js, "build", v, sizeof v), pl), "%s: build %s, JSON says %s", cpu, bn, v);
+    json_field(js, "features", v, sizeof v);
+    for (int i = 0; i < ML_F_COUNT; i++) {
+        snprintf(pl, sizeof pl, "\"%s\"", ml_cpu_feature_name((ml_cpu_feature)i));
+        CHECK(!!strstr(v, pl) == !!(f->has & ML_FBIT(i)), "%s, %s: feature %s in %s", cpu, bn, pl, v);
+    }
+    json_words(json_field(js, "runs", v, sizeof v), w, sizeof w);
+    if (f->detected) {
+        CHECK(!strcmp(w, prose_line(prose, "  runs here   : ", pl, sizeof pl)),
+              "%s, %s: JSON runs '%s', the report '%s'", cpu, bn, w, pl);
+        prose_line(prose, "  best build  : ", pl, sizeof pl);
+        char *sp = strchr(pl, ' ');
+        if (sp) *sp = '\0';
+        json_field(js, "best", v, sizeof v);
+        if (!strcmp(pl, "none")) CHECK(!strcmp(v, "null"), "%s, %s: no best build, JSON best %s", cpu, bn, v);
+        else CHECK(!strcmp(json_words(v, w, sizeof w), pl), "%s, %s: JSON best %s, the report %s", cpu, bn, v, pl);
+        int sup = strstr(prose, "  this build  : supported\n") != NULL;
+        CHECK(!strcmp(json_field(js, "supported", v, sizeof v), sup ? "true" : "false"),
+              "%s, %s: supported %s, the report %s", cpu, bn, v, sup ? "supported" : "NOT supported");
+    } else {
+        CHECK(!strcmp(w, "") && !strcmp(json_field(js, "best", v, sizeof v), "null") &&
+              !strcmp(json_field(js, "detected", pl, sizeof pl), "false"),
+              "%s, %s: nothing detected, yet: %s", cpu, bn, js);
+    }
+}
+
+static void test_json(void) {
+    int before = tl_failed;
+    /* the validator itself: accepts the subset, refuses what is not JSON */
+    CHECK(json_value("{\"a\":[\"b\",true,null],\"c\":{}}") && !json_value("{\"a\":}") &&
+          !json_value("{\"a\":[\"b\",]}") && !json_value("{\"a\" 1}") && !json_value("[\"a]"),
+          "the JSON validator accepts and refuses as it should");
+    const x86_cpu *cpus[] = {&epyc, &qemu64, &core2duo, &nehalem, &westmere, &sandybridge, &haswell,
+                             &qmax, &qmax_nofma, &pentium3, &valgrind};
+    for (size_t i = 0; i < sizeof cpus / sizeof *cpus; i++) {
+        ml_cpu_features f = x86(cpus[i]);
+        for (int b = 0; b < ML_BUILD_COUNT; b++) json_agrees(cpus[i]->name, (ml_build)b, &f);
+    }
+    static const struct { const char *name; int a64; unsigned long hwcap, hwcap2; } arm[] = {
+        {"cortex-a53", 1, 0x8fb, 0}, {"cortex-a76", 1, 0x119ffb, 0}, {"max", 1, 0xecfffffb, 0x7f877fff},
+        {"cortex-a15", 0, 0x1fb8d7, 0}, {"cortex-a15,neon=off", 0, 0x1fa8d7, 0}};
+    for (size_t i = 0; i < sizeof arm / sizeof *arm; i++) {
+        ml_cpu_features f;
+        ml_arm_decode(arm[i].a64, arm[i].hwcap, arm[i].hwcap2, &f);
+        for (int b = 0; b < ML_BUILD_COUNT; b++) json_agrees(arm[i].name, (ml_build)b, &f);
+    }
+    ml_cpu_features none = {ML_ARCH_AARCH64, 0, 0, "no run-time detection on this platform"};
+    json_agrees("undetected", ML_BUILD_SCALAR, &none);
+    ml_cpu_features f;
+    ml_cpu_detect(&f);
+    json_agrees("this host", ml_build_this(), &f);
+    /* the exact line of one CPU (tools/ml.sh and tools/pick_isa.sh read it with sed) */
+    char js[2048];
+    f = x86(&westmere);
+    ml_isa_report_json_for(ML_BUILD_AVX2, &f, js, sizeof js);
+    CHECK(strstr(js, "\"features\":[\"SSE2\",\"SSE3\",\"SSSE3\",\"SSE4.1\"],\"build\":\"avx2\"") &&
+          strstr(js, "\"supported\":false,\"runs\":[\"scalar\",\"sse2\",\"sse41\"],\"best\":\"sse41\"}\n"),
+          "westmere, avx2: %s", js);
+    GROUP_DONE("--cpu-info --json: one valid line, every key in order, as the report says", before);
+}
+
 int ml_main(int argc, char **argv) {
     (void)argc, (void)argv;
     test_decode_recorded();
@@ -332,6 +479,7 @@ int ml_main(int argc, char **argv) {
     test_messages();
     test_arm();
     test_tables();
+    test_json();
     test_host();
     return tl_summary();
 }

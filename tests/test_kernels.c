@@ -727,6 +727,33 @@ static void test_dequant(tctx *t, ml_type type, dequant_fn isa, dequant_fn sc, c
     GROUP_DONE(what, before);
 }
 
+/* ---- the kernel list decides what is tested ------------------------------ */
+
+/* Each kernel of config/ml_kernels.h names its test group here, so a new
+ * kernel does not compile until it has one; a group that covers several
+ * kernels (test_vec: add, dot_f32, axpy_f32) runs once. */
+typedef void (*test_group)(tctx *t);
+static void test_matvec_q8(tctx *t) { test_matvec(t, ML_TYPE_Q8_0, ml_k_matvec_q8, ml_k_matvec_q8_scalar, "matvec_q8"); }
+static void test_matvec_q4(tctx *t) { test_matvec(t, ML_TYPE_Q4_0, ml_k_matvec_q4, ml_k_matvec_q4_scalar, "matvec_q4"); }
+static void test_matmul_q8(tctx *t) {
+    test_matmul(t, ML_TYPE_Q8_0, ml_k_matmul_q8, ml_k_matmul_q8_scalar, ml_k_matvec_q8_scalar, "matmul_q8");
+}
+static void test_matmul_q4(tctx *t) {
+    test_matmul(t, ML_TYPE_Q4_0, ml_k_matmul_q4, ml_k_matmul_q4_scalar, ml_k_matvec_q4_scalar, "matmul_q4");
+}
+static void test_dequant_row_q8(tctx *t) {
+    test_dequant(t, ML_TYPE_Q8_0, ml_k_dequant_row_q8, ml_k_dequant_row_q8_scalar, "dequant_row_q8");
+}
+static void test_dequant_row_q4(tctx *t) {
+    test_dequant(t, ML_TYPE_Q4_0, ml_k_dequant_row_q4, ml_k_dequant_row_q4_scalar, "dequant_row_q4");
+}
+#define test_quantize_q8 test_quantize
+#define test_add test_vec
+#define test_dot_f32 test_vec
+#define test_axpy_f32 test_vec
+#define TEST_ROW(ret, name, NAME, params) test_##name,
+static const test_group kernel_tests[] = {ML_KERNELS(TEST_ROW)};
+
 /* ---- main --------------------------------------------------------------- */
 
 int ml_main(int argc, char **argv) {
@@ -736,17 +763,11 @@ int ml_main(int argc, char **argv) {
            o.quick ? " quick" : "", (unsigned long long)o.seed);
     check_bindings();
 
-    test_quantize(&t);
-    test_matvec(&t, ML_TYPE_Q8_0, ml_k_matvec_q8, ml_k_matvec_q8_scalar, "matvec_q8");
-    test_matvec(&t, ML_TYPE_Q4_0, ml_k_matvec_q4, ml_k_matvec_q4_scalar, "matvec_q4");
-    test_matmul(&t, ML_TYPE_Q8_0, ml_k_matmul_q8, ml_k_matmul_q8_scalar, ml_k_matvec_q8_scalar, "matmul_q8");
-    test_matmul(&t, ML_TYPE_Q4_0, ml_k_matmul_q4, ml_k_matmul_q4_scalar, ml_k_matvec_q4_scalar, "matmul_q4");
-    test_dequant(&t, ML_TYPE_Q8_0, ml_k_dequant_row_q8, ml_k_dequant_row_q8_scalar, "dequant_row_q8");
-    test_dequant(&t, ML_TYPE_Q4_0, ml_k_dequant_row_q4, ml_k_dequant_row_q4_scalar, "dequant_row_q4");
-    test_rmsnorm(&t);
-    test_softmax(&t);
-    test_silu_mul(&t);
-    test_rope(&t);
-    test_vec(&t);
+    size_t n = sizeof kernel_tests / sizeof *kernel_tests;
+    for (size_t i = 0; i < n; i++) {
+        size_t j = 0;
+        while (j < i && kernel_tests[j] != kernel_tests[i]) j++;
+        if (j == i) kernel_tests[i](&t); /* each group once */
+    }
     return tl_summary();
 }

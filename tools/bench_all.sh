@@ -4,10 +4,12 @@
 # tg, pp128 = the batched prompt, bw, kernels). Builds are benchmarked in
 # interleaved rounds (a, b, c, a, b, c, ...) so a noisy neighbour hurts every
 # column alike; each cell is the median over the rounds.
-# env: ISAS (default: the x86 ladder), BENCH_ARGS (passed to ml_bench), ROUNDS (default 3)
+# env: ISAS (default: the x86 ladder of config/isas.txt), BENCH_ARGS (passed to
+#      ml_bench), ROUNDS (default 3)
 set -eu
 cd "$(dirname "$0")/.."
-: "${ISAS:=scalar sse2 sse41 avx2 avxvnni avx512vnni}" "${ROUNDS:=3}"
+: "${ISAS:=$(awk -f tools/isas.awk -v want=rows config/isas.txt | awk -F'|' '$2 == "x86" || $2 == "any" { printf "%s ", $1 }')}"
+: "${ROUNDS:=3}"
 : "${BENCH_ARGS:=--model-only --shape stories15M -t 1,2 --reps 3}"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -26,13 +26,16 @@ x86_64 | amd64)
         for isa in $(isas_for x86); do rows+=("i686|$isa|M32=1"); done
     fi ;;
 esac
-if command -v arm-linux-gnueabihf-gcc >/dev/null; then
-    for isa in $(isas_for arm32); do rows+=("armv7|$isa|CROSS=arm-linux-gnueabihf-"); done
-fi
-# AArch64 always has NEON: its floor is neon, not scalar.
-if command -v aarch64-linux-gnu-gcc >/dev/null; then
-    for isa in $(isas_for aarch64 | grep -vx scalar); do rows+=("aarch64|$isa|CROSS=aarch64-linux-gnu-"); done
-fi
+# ARM: the cross prefix and folder name (armv7, aarch64) of the registry's arch lines.
+for a in arm32 aarch64; do
+    IFS='|' read -r cross _ label < <(awk -f tools/isas.awk -v want=arch -v arch=$a config/isas.txt)
+    command -v "${cross}gcc" >/dev/null || continue
+    # AArch64 always has NEON: its floor is neon, not scalar.
+    for isa in $(isas_for $a); do
+        [ "$a" = aarch64 ] && [ "$isa" = scalar ] && continue
+        rows+=("$label|$isa|CROSS=$cross")
+    done
+done
 
 rm -rf "$DIST"
 mkdir -p "$DIST"

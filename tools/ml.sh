@@ -2,16 +2,16 @@
 # legacy-ml launcher (installed as dist/ml by `make dist`): runs the fastest
 # build in this folder that this CPU can run. Each binary is still built for
 # one ISA and checks it at start-up; this script only chooses the file, by
-# asking the floor build of this architecture (`--cpu-info`) which builds
-# the CPU runs.
+# asking the floor build of this architecture (`--cpu-info --json`, one line
+# in a fixed layout: no JSON parser needed) which builds the CPU runs.
 #
 # usage: ./ml [-v] [run | bench | perplexity] [ARGS...]
 #          run (the default): ml_run ARGS;  bench: ml_bench;  perplexity: ml_perplexity
 #          -v: say on stderr which binary was picked
 #        ./ml --which [run | bench | perplexity]: print that binary's path and exit
 # env:   ML_ISA=<isa>        use this build instead (it still refuses a CPU that lacks it)
-#        ML_CPU_REPORT=FILE  choose from a saved `--cpu-info` report instead of asking
-#                            this CPU (to see what another machine would run)
+#        ML_CPU_REPORT=FILE  choose from a saved `--cpu-info --json` report instead of
+#                            asking this CPU (to see what another machine would run)
 here=$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd) || exit 1
 
 verbose=0 which=0 prog=ml_run
@@ -41,10 +41,10 @@ else
     if [ -n "${ML_CPU_REPORT:-}" ]; then
         report=$(cat -- "$ML_CPU_REPORT") || exit 1
     else
-        report=$("$here/$arch/$floor/ml_run" --cpu-info 2>&1)
+        report=$("$here/$arch/$floor/ml_run" --cpu-info --json 2>&1)
     fi
-    # "  runs here   : scalar sse2 sse41": lowest first, so the last one we have wins
-    runs=$(printf '%s\n' "$report" | sed -n 's/^  runs here *: *//p')
+    # ..."runs":["scalar","sse2","sse41"],...: lowest first, so the last one we have wins
+    runs=$(printf '%s\n' "$report" | sed -n 's/.*"runs":\[\([^]]*\)\].*/\1/p' | tr -d '"' | tr ',' ' ')
     isa=
     for i in $runs; do
         [ -x "$here/$arch/$i/$prog" ] && isa=$i

@@ -1,5 +1,5 @@
-/* Which kernels kernels/avx2/ implements (1) and which fall back to the
- * next lower ISA of the chain (0). See config/ml_config.h.
+/* The kernels kernels/avx2/ implements (ML_HAS_<KERNEL>_<ISA> 1); the others
+ * fall back to the next lower ISA of the chain (config/isas.txt, tools/isas.awk).
  * avx2 doubles the width (FMA stays unused: kernels/canon.h): every kernel
  * gains over sse2/sse41 (measured: matvec ~1.6x, exp-based ~2x, rope ~1.3x). */
 #ifndef ML_KERNELS_AVX2_H
@@ -10,8 +10,6 @@
 #define ML_HAS_MATMUL_Q8_AVX2 1
 #define ML_HAS_MATMUL_Q4_AVX2 1
 #define ML_HAS_QUANTIZE_Q8_AVX2 1
-#define ML_HAS_DEQUANT_ROW_Q8_AVX2 0
-#define ML_HAS_DEQUANT_ROW_Q4_AVX2 0
 #define ML_HAS_RMSNORM_AVX2 1
 #define ML_HAS_SOFTMAX_AVX2 1
 #define ML_HAS_ROPE_AVX2 1

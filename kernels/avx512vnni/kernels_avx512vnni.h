@@ -1,5 +1,5 @@
-/* Which kernels kernels/avx512vnni/ implements (1) and which fall back to the
- * next lower ISA of the chain (0). See config/ml_config.h.
+/* The kernels kernels/avx512vnni/ implements (ML_HAS_<KERNEL>_<ISA> 1); the others
+ * fall back to the next lower ISA of the chain (config/isas.txt, tools/isas.awk).
  * 512-bit vectors, masked tails, vpmovsdb and vscalefps gain (measured) on
  * matvec, quantize and the element-wise kernels; dot_f32 and rmsnorm are
  * bound by the canonical single 8-lane sum (kernels/canon.h), so they stay
@@ -13,14 +13,10 @@
 #define ML_HAS_MATMUL_Q8_AVX512VNNI 1
 #define ML_HAS_MATMUL_Q4_AVX512VNNI 1
 #define ML_HAS_QUANTIZE_Q8_AVX512VNNI 1
-#define ML_HAS_DEQUANT_ROW_Q8_AVX512VNNI 0
-#define ML_HAS_DEQUANT_ROW_Q4_AVX512VNNI 0
-#define ML_HAS_RMSNORM_AVX512VNNI 0
 #define ML_HAS_SOFTMAX_AVX512VNNI 1
 #define ML_HAS_ROPE_AVX512VNNI 1
 #define ML_HAS_SILU_MUL_AVX512VNNI 1
 #define ML_HAS_ADD_AVX512VNNI 1
-#define ML_HAS_DOT_F32_AVX512VNNI 0
 #define ML_HAS_AXPY_F32_AVX512VNNI 1
 
 #endif

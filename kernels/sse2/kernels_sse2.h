@@ -1,5 +1,5 @@
-/* Which kernels kernels/sse2/ implements (1) and which fall back to the
- * next lower ISA of the chain (0). See config/ml_config.h.
+/* The kernels kernels/sse2/ implements (ML_HAS_<KERNEL>_<ISA> 1); the others
+ * fall back to the next lower ISA of the chain (config/isas.txt, tools/isas.awk).
  * sse2 is the x86-64 floor: every kernel gains from 4-wide SIMD over scalar
  * (measured: matvec 3-7x, the float kernels 2-5x), so all are here. */
 #ifndef ML_KERNELS_SSE2_H
@@ -10,8 +10,6 @@
 #define ML_HAS_MATMUL_Q8_SSE2 1
 #define ML_HAS_MATMUL_Q4_SSE2 1
 #define ML_HAS_QUANTIZE_Q8_SSE2 1
-#define ML_HAS_DEQUANT_ROW_Q8_SSE2 0
-#define ML_HAS_DEQUANT_ROW_Q4_SSE2 0
 #define ML_HAS_RMSNORM_SSE2 1
 #define ML_HAS_SOFTMAX_SSE2 1
 #define ML_HAS_ROPE_SSE2 1

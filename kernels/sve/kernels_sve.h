@@ -1,5 +1,5 @@
-/* Which kernels kernels/sve/ implements (1) and which fall back to the
- * next lower ISA of the chain (0). See config/ml_config.h.
+/* The kernels kernels/sve/ implements (ML_HAS_<KERNEL>_<ISA> 1); the others
+ * fall back to the next lower ISA of the chain (config/isas.txt, tools/isas.awk).
  * sve has the two matvecs and the two matmuls (rows in lanes at any vector
  * length, sve_matvec.h, sve_matmul.h), where nearly all of a token's
  * instructions go. The float
@@ -14,15 +14,5 @@
 #define ML_HAS_MATVEC_Q4_SVE 1
 #define ML_HAS_MATMUL_Q8_SVE 1
 #define ML_HAS_MATMUL_Q4_SVE 1
-#define ML_HAS_QUANTIZE_Q8_SVE 0
-#define ML_HAS_DEQUANT_ROW_Q8_SVE 0
-#define ML_HAS_DEQUANT_ROW_Q4_SVE 0
-#define ML_HAS_RMSNORM_SVE 0
-#define ML_HAS_SOFTMAX_SVE 0
-#define ML_HAS_ROPE_SVE 0
-#define ML_HAS_SILU_MUL_SVE 0
-#define ML_HAS_ADD_SVE 0
-#define ML_HAS_DOT_F32_SVE 0
-#define ML_HAS_AXPY_F32_SVE 0
 
 #endif
