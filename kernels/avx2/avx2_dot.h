@@ -180,8 +180,10 @@ ML_INLINE void ml_avx2_wprep_q8(ml_x86_w *wp, const int8_t *w) { ml_avx2_pair(w,
 /* the step's two halves (elements 0..15 and 16..31 of both blocks), each
  * widened to int32 before they add */
 ML_INLINE __m256i ml_avx2_wdot_q8(const ml_x86_w *wp, const ml_x86_mx *xs) {
-    const __m256i lo = ml_avx2_dp(_mm256_setzero_si256(), xs->alo, _mm256_sign_epi8(wp->lo, xs->lo));
-    return ml_avx2_dp(lo, xs->ahi, _mm256_sign_epi8(wp->hi, xs->hi));
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i p0 = _mm256_maddubs_epi16(xs->alo, _mm256_sign_epi8(wp->lo, xs->lo));
+    const __m256i p1 = _mm256_maddubs_epi16(xs->ahi, _mm256_sign_epi8(wp->hi, xs->hi));
+    return _mm256_add_epi32(_mm256_madd_epi16(p0, ones), _mm256_madd_epi16(p1, ones));
 }
 
 #endif

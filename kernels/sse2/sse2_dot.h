@@ -44,17 +44,19 @@ typedef struct {
 ML_INLINE void ml_x86_xprep(ml_x86_x *xs, const int8_t *xq, ml_type t) {
     const __m128i x0 = _mm_loadu_si128((const __m128i *)xq);
     const __m128i x1 = _mm_loadu_si128((const __m128i *)(xq + 16));
-    xs->o0 = _mm_srai_epi16(x0, 8), xs->o1 = _mm_srai_epi16(x1, 8);
     if (t == ML_TYPE_Q8_0) {
         xs->e0 = _mm_srai_epi16(_mm_slli_epi16(x0, 8), 8);
+        xs->o0 = _mm_srai_epi16(x0, 8);
         xs->e1 = _mm_srai_epi16(_mm_slli_epi16(x1, 8), 8);
+        xs->o1 = _mm_srai_epi16(x1, 8);
         return;
     }
-    xs->e0 = _mm_slli_epi16(x0, 8);                    /* 256 * even */
-    xs->e1 = _mm_srai_epi16(_mm_slli_epi16(x1, 8), 4); /* 16 * even */
+    const __m128i o0 = _mm_srai_epi16(x0, 8), o1 = _mm_srai_epi16(x1, 8);
+    const __m128i e0 = _mm_slli_epi16(x0, 8);                    /* 256 * even */
+    const __m128i e1 = _mm_srai_epi16(_mm_slli_epi16(x1, 8), 4); /* 16 * even */
+    xs->e0 = e0, xs->o0 = o0, xs->e1 = e1, xs->o1 = o1;
     /* 256 * -8 * sum(x): sum the plain values, then one pmaddwd */
-    const __m128i s = _mm_add_epi16(_mm_add_epi16(_mm_srai_epi16(xs->e0, 8), xs->o0),
-                                    _mm_add_epi16(_mm_srai_epi16(xs->e1, 4), xs->o1));
+    const __m128i s = _mm_add_epi16(_mm_add_epi16(_mm_srai_epi16(e0, 8), o0), _mm_add_epi16(_mm_srai_epi16(e1, 4), o1));
     xs->corr = _mm_madd_epi16(s, _mm_set1_epi16(-ML_Q4_OFFSET * 256));
 }
 
@@ -80,10 +82,14 @@ ML_INLINE void ml_x86_wprep(ml_x86_w *wp, const int8_t *w, ml_type t) {
 
 /* Lanes sum to 256 * sumi. */
 ML_INLINE __m128i ml_x86_wdot(const ml_x86_w *wp, const ml_x86_x *xs, ml_type t) {
-    const __m128i p0 = _mm_add_epi32(_mm_madd_epi16(wp->e0, xs->e0), _mm_madd_epi16(wp->o0, xs->o0));
-    const __m128i p1 = _mm_add_epi32(_mm_madd_epi16(wp->e1, xs->e1), _mm_madd_epi16(wp->o1, xs->o1));
-    const __m128i p = _mm_add_epi32(p0, p1);
-    return t == ML_TYPE_Q4_0 ? _mm_add_epi32(p, xs->corr) : p;
+    if (t == ML_TYPE_Q8_0) {
+        const __m128i p0 = _mm_add_epi32(_mm_madd_epi16(xs->e0, wp->e0), _mm_madd_epi16(xs->o0, wp->o0));
+        const __m128i p1 = _mm_add_epi32(_mm_madd_epi16(xs->e1, wp->e1), _mm_madd_epi16(xs->o1, wp->o1));
+        return _mm_add_epi32(p0, p1);
+    }
+    const __m128i lo = _mm_add_epi32(_mm_madd_epi16(wp->e0, xs->e0), _mm_madd_epi16(wp->o0, xs->o0));
+    const __m128i hi = _mm_add_epi32(_mm_madd_epi16(wp->e1, xs->e1), _mm_madd_epi16(wp->o1, xs->o1));
+    return _mm_add_epi32(_mm_add_epi32(lo, hi), xs->corr);
 }
 
 /* The 4 rows' reduced dots are 256 * sumi: exact, as every product is a
