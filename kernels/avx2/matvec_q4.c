@@ -1,5 +1,5 @@
-/* y = W x, Q4_0 weights, AVX2: the vpmaddubsw block dot (avx2_dot.h) in the x86 4-row matvec body
- * (kernels/x86/matvec_body.h). */
+/* y = W x, Q4_0 weights, AVX2: the vpmaddubsw block dot (avx2_dot.h) in the
+ * x86 4-row matvec body (kernels/x86/matvec_body.h). */
 #include "kernels/avx2/avx2_dot.h"
 
 #include "kernels/x86/matvec_body.h"

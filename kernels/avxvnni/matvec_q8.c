@@ -1,5 +1,5 @@
-/* y = W x, Q8_0 weights, AVX-VNNI: avx2_dot.h with vpdpbusd in the x86 4-row matvec body
- * (kernels/x86/matvec_body.h). */
+/* y = W x, Q8_0 weights, AVX-VNNI: avx2_dot.h with vpdpbusd in the x86 4-row
+ * matvec body (kernels/x86/matvec_body.h). */
 #define ML_AVX2_VNNI 1 /* avx2_dot.h's vpdpbusd section */
 #include "kernels/avx2/avx2_dot.h"
 

@@ -1,5 +1,5 @@
-/* Y = W X for a batch of tokens, Q8_0 weights, SSE2: the pmaddwd block dot (sse2_dot.h) in the x86
- * 4-row matmul body (kernels/x86/matmul_body.h). */
+/* Y = W X for a batch of tokens, Q8_0 weights, SSE2: the pmaddwd block dot
+ * (sse2_dot.h) in the x86 4-row matmul body (kernels/x86/matmul_body.h). */
 #include "kernels/sse2/sse2_dot.h"
 
 #include "kernels/x86/matmul_body.h"

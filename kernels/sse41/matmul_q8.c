@@ -1,5 +1,6 @@
-/* Y = W X for a batch of tokens, Q8_0 weights, SSE4.1: the pmaddubsw block dot (sse41_dot.h) in the x86
- * 4-row matmul body (kernels/x86/matmul_body.h). */
+/* Y = W X for a batch of tokens, Q8_0 weights, SSE4.1: the pmaddubsw block
+ * dot (sse41_dot.h) in the x86 4-row matmul body
+ * (kernels/x86/matmul_body.h). */
 #include "kernels/sse41/sse41_dot.h"
 
 #include "kernels/x86/matmul_body.h"

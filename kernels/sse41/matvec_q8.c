@@ -1,5 +1,5 @@
-/* y = W x, Q8_0 weights, SSE4.1: the pmaddubsw block dot (sse41_dot.h) in the x86 4-row matvec body
- * (kernels/x86/matvec_body.h). */
+/* y = W x, Q8_0 weights, SSE4.1: the pmaddubsw block dot (sse41_dot.h) in
+ * the x86 4-row matvec body (kernels/x86/matvec_body.h). */
 #include "kernels/sse41/sse41_dot.h"
 
 #include "kernels/x86/matvec_body.h"
