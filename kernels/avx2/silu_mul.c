@@ -8,7 +8,7 @@
 #include "kernels/avx2/avx2_vec.h"
 
 static inline __m256 silu_mul8(__m256 g, __m256 u) {
-    const __m256 e = ml_avx2_exp(_mm256_xor_ps(g, _mm256_set1_ps(-0.0f)));
+    const __m256 e = ml_x86_exp(_mm256_xor_ps(g, _mm256_set1_ps(-0.0f)));
     return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), u);
 }
 

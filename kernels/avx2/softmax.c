@@ -21,13 +21,13 @@ void ml_k_softmax_avx2(float *x, int n) {
 
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < n8; i += 8) {
-        const __m256 e = ml_avx2_exp(_mm256_sub_ps(_mm256_loadu_ps(x + i), mx));
+        const __m256 e = ml_x86_exp(_mm256_sub_ps(_mm256_loadu_ps(x + i), mx));
         _mm256_storeu_ps(x + i, e);
         acc = _mm256_add_ps(acc, e);
     }
     float sum = ml_avx2_hsum(acc);
     if (n8 < n) {
-        _mm256_maskstore_ps(x + n8, m, ml_avx2_exp(_mm256_sub_ps(tail, mx)));
+        _mm256_maskstore_ps(x + n8, m, ml_x86_exp(_mm256_sub_ps(tail, mx)));
         for (int i = n8; i < n; i++) sum += x[i];
     }
 

@@ -1,13 +1,16 @@
-/* AVX-512 VNNI int8 layouts and reductions shared by the Q8_0 and Q4_0
- * kernels (kernels/avx512vnni/matvec_q*.c) of the 16-row matvec body
- * (matvec16.h). A step is 4 blocks of a row, in the Q4_0 nibble layout for
+/* The avx512vnni build's int8 primitives, for its own 16-row bodies
+ * (matvec_body.h, matmul_body.h: 16 rows in the 16 lanes of a vector, so no
+ * row's dot is ever summed horizontally alone). Weights always go in as
+ * vpdpbusd's unsigned operand (value + off: Q8_0 w ^ 0x80, Q4_0 the stored
+ * nibbles), and every sum starts at -off * sum(x), which depends on x only.
+ * Exact for any int8 x and weights (vpdpbusd wraps, never saturates, and
+ * the true sums fit).
+ * The matvec's step is 4 blocks of a row, in the Q4_0 nibble layout for
  * both formats: register lo holds elements 0..15 of blocks A B C D (one
  * 128-bit chunk each), hi elements 16..31; the activations are arranged the
- * same way once per step, and vpdpbusd(vpdpbusd(corr, w lo, x lo), w hi,
- * x hi) leaves each block's partial sums in its chunk (4 int32 lanes). The
- * weights go in unsigned (value + off); corr = -off * x per lane depends on
- * x only: once per step for the 16 rows. Exact for any int8 x and weights
- * (vpdpbusd wraps, never saturates, and the true sums fit). */
+ * same way once per step for the 16 rows, and vpdpbusd(vpdpbusd(corr, w lo,
+ * x lo), w hi, x hi) leaves each block's partial sums in its chunk (4 int32
+ * lanes). */
 #ifndef ML_AVX512_DOT_H
 #define ML_AVX512_DOT_H
 
@@ -15,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/quant.h"
+#include "config/ml_kernels.h"
 #include "kernels/kernel_util.h"
 
 /* Per 128-bit chunk c: [sum v0.c, sum v1.c, sum v2.c, sum v3.c]. */
@@ -76,6 +79,111 @@ ML_INLINE void ml_avx512_xprep4(ml_avx512_x4 *xs, const int8_t *xq, int n, char 
  * w lo / hi unsigned; block c in chunk c, exactly sum w x per chunk. */
 ML_INLINE __m512i ml_avx512_dot4(__m512i lo, __m512i hi, const ml_avx512_x4 *xs) {
     return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(xs->corr, lo, xs->lo), hi, xs->hi);
+}
+
+/* ---- the 16-row bodies' primitives (matvec_body.h, matmul_body.h), for
+ * weights of type t (ML_TYPE_Q8_0 or ML_TYPE_Q4_0, a constant after
+ * inlining) ---------------------------------------------------------------- */
+
+/* Row i of a group of nr: missing rows repeat the last one (computed,
+ * never stored), so every lane does the same arithmetic whatever the split. */
+ML_INLINE size_t ml_avx512_row(int i, int nr) { return (size_t)(i < nr ? i : nr - 1); }
+
+/* Bytes of one weight block. */
+ML_INLINE size_t ml_avx512_wbytes(ml_type t) { return t == ML_TYPE_Q4_0 ? ML_Q4_BLOCK_BYTES : ML_Q8_BLOCK_BYTES; }
+
+/* What vpdpbusd's unsigned operand adds to each weight: Q8_0 goes in as
+ * w ^ 0x80 = w + 128, Q4_0 as its stored nibbles, value + 8. */
+ML_INLINE int ml_avx512_off(ml_type t) { return t == ML_TYPE_Q4_0 ? ML_Q4_OFFSET : 128; }
+
+/* How many rows ahead the matvec prefetches. Q8_0: half a group (a whole
+ * one, 32 KiB of quants at dim 2048, crowds the 48 KiB L1; TinyLlama
+ * decode was 6-17% slower with it); Q4_0: the next group (16 KiB at dim
+ * 2048; half a group ahead was 2-10% slower). */
+ML_INLINE size_t ml_avx512_pf_rows(ml_type t) { return t == ML_TYPE_Q4_0 ? 16 : 8; }
+
+/* A step's activations: n (1..4) blocks at xq (missing blocks are zeros). */
+ML_INLINE void ml_avx512_xprep(ml_avx512_x4 *xs, const int8_t *xq, int n, ml_type t) {
+    ml_avx512_xprep4(xs, xq, n, (char)ml_avx512_off(t));
+}
+
+/* A row's dot of a step (w: its first block), block c's partial sums in
+ * chunk c. Q8_0: 128 bytes per row, two loads, their halves regrouped (two
+ * shuffles) into the lo/hi layout, flipped to unsigned. Q4_0: 64 bytes per
+ * row: masking gives the low nibbles, a shift the high ones, already in the
+ * lo/hi layout. */
+ML_INLINE __m512i ml_avx512_dot(const int8_t *w, int n, const ml_avx512_x4 *xs, ml_type t) {
+    if (t == ML_TYPE_Q8_0) {
+        const __m512i f = _mm512_set1_epi8((char)0x80);
+        __m512i lo, hi;
+        ml_avx512_split4(&lo, &hi, _mm512_xor_si512(ml_avx512_load_n(w, n * ML_QK), f),
+                         _mm512_xor_si512(ml_avx512_load_n(w + 2 * ML_QK, n * ML_QK - 2 * ML_QK), f));
+        return ml_avx512_dot4(lo, hi, xs);
+    }
+    /* byte j of a block: low nibble element j, high nibble 16 + j */
+    const __m512i m = _mm512_set1_epi8(0x0F), v = ml_avx512_load_n(w, n * ML_Q4_BLOCK_BYTES);
+    return ml_avx512_dot4(_mm512_and_si512(v, m), _mm512_and_si512(_mm512_srli_epi16(v, 4), m), xs);
+}
+
+/* One block of 16 rows (g[i]: row i's block): two rows per register, row k
+ * in the low half and k + 8 in the high one, against [x | x]; returns
+ * [sumi of rows 0..15]. */
+ML_INLINE __m512i ml_avx512_dot16_q8(const int8_t *const *g, const int8_t *xq) {
+    const __m512i z = _mm512_setzero_si512(), f = _mm512_set1_epi8((char)0x80);
+    const __m512i x = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)xq));
+    const __m512i corr = _mm512_sub_epi32(z, _mm512_dpbusd_epi32(z, f, x));
+    __m512i v[8];
+    ML_UNROLL for (int k = 0; k < 8; k++) {
+        const __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)g[k])),
+                                             _mm256_loadu_si256((const __m256i *)g[k + 8]), 1);
+        v[k] = _mm512_dpbusd_epi32(corr, _mm512_xor_si512(w, f), x);
+    }
+    /* chunk c of t0: rows 0..3 (c = 0, 1: the two halves of the block) and
+     * 8..11 (c = 2, 3); t1: rows 4..7 and 12..15 */
+    const __m512i t0 = ml_avx512_quads(v), t1 = ml_avx512_quads(v + 4);
+    const __m512i u = _mm512_add_epi32(_mm512_shuffle_i32x4(t0, t1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                       _mm512_shuffle_i32x4(t0, t1, _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_shuffle_i32x4(u, u, _MM_SHUFFLE(3, 1, 2, 0)); /* [0..3 8..11 4..7 12..15] -> rows */
+}
+
+/* One block of 16 rows (g[i]: row i's 16 bytes): register j holds rows j,
+ * 4 + j, 8 + j, 12 + j in its chunks, against the block's x broadcast to
+ * every chunk; returns [sumi of rows 0..15]. */
+ML_INLINE __m512i ml_avx512_dot16_q4(const int8_t *const *g, const int8_t *xq) {
+    const __m512i z = _mm512_setzero_si512(), m = _mm512_set1_epi8(0x0F), o = _mm512_set1_epi8(ML_Q4_OFFSET);
+    const __m512i xlo = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)xq));
+    const __m512i xhi = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(xq + ML_Q4_BLOCK_BYTES)));
+    const __m512i corr = _mm512_sub_epi32(z, _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(z, o, xlo), o, xhi));
+    __m512i v[4];
+    ML_UNROLL for (int j = 0; j < 4; j++) {
+        __m512i w = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)g[j]));
+        w = _mm512_inserti32x4(w, _mm_loadu_si128((const __m128i *)g[4 + j]), 1);
+        w = _mm512_inserti32x4(w, _mm_loadu_si128((const __m128i *)g[8 + j]), 2);
+        w = _mm512_inserti32x4(w, _mm_loadu_si128((const __m128i *)g[12 + j]), 3);
+        const __m512i lo = _mm512_and_si512(w, m), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m);
+        v[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(corr, lo, xlo), hi, xhi);
+    }
+    return ml_avx512_quads(v); /* chunk c: rows 4c .. 4c + 3 */
+}
+
+/* One block of 16 rows (g[i]: row i's block) -> [sumi of rows 0..15] */
+ML_INLINE __m512i ml_avx512_dot16(const int8_t *const *g, const int8_t *xq, ml_type t) {
+    return t == ML_TYPE_Q8_0 ? ml_avx512_dot16_q8(g, xq) : ml_avx512_dot16_q4(g, xq);
+}
+
+/* The matmul's weights: a row's block as 32 unsigned bytes w + off: Q8_0 flipped, Q4_0 unpacked
+ * (low nibbles are elements 0..15, high 16..31). Two rows per call, a | b. */
+ML_INLINE __m512i ml_avx512_ublock2(const int8_t *a, const int8_t *b, ml_type t) {
+    if (t == ML_TYPE_Q8_0)
+        return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)),
+                                                    _mm256_loadu_si256((const __m256i *)b), 1),
+                                _mm512_set1_epi8((char)0x80));
+    /* [a a b b] by chunk, then chunks 1 and 3 shifted to their high nibbles */
+    const __m512i v = _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)a))),
+        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)b)), 1);
+    const __m512i sh = _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0);
+    return _mm512_and_si512(_mm512_srlv_epi64(v, sh), _mm512_set1_epi8(0x0F));
 }
 
 #endif

@@ -8,7 +8,7 @@
 #include "kernels/avx512vnni/avx512_vec.h"
 
 static inline __m512 silu_mul16(__m512 g, __m512 u) {
-    const __m512 e = ml_avx512_exp(_mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(g), _mm512_set1_epi32((int)0x80000000u))));
+    const __m512 e = ml_x86_exp(_mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(g), _mm512_set1_epi32((int)0x80000000u))));
     return _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), e)), u);
 }
 

@@ -23,13 +23,13 @@ void ml_k_softmax_avx512vnni(float *x, int n) {
 
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < n16; i += 16) {
-        const __m512 e = ml_avx512_exp(_mm512_sub_ps(_mm512_loadu_ps(x + i), mx));
+        const __m512 e = ml_x86_exp(_mm512_sub_ps(_mm512_loadu_ps(x + i), mx));
         _mm512_storeu_ps(x + i, e);
         acc = _mm256_add_ps(acc, _mm512_castps512_ps256(e));
         acc = _mm256_add_ps(acc, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)));
     }
     if (n16 < n) {
-        const __m512 e = ml_avx512_exp(_mm512_sub_ps(rest, mx));
+        const __m512 e = ml_x86_exp(_mm512_sub_ps(rest, mx));
         _mm512_mask_storeu_ps(x + n16, mt, e);
         if (n8 > n16) acc = _mm256_add_ps(acc, _mm512_castps512_ps256(e)); /* a whole 8 before the tail */
     }

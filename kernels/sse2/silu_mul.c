@@ -8,7 +8,7 @@
 #include "kernels/sse2/sse2_exp.h"
 
 static inline __m128 silu_mul4(__m128 g, __m128 u) {
-    const __m128 e = ml_sse2_exp(_mm_xor_ps(g, _mm_set1_ps(-0.0f)));
+    const __m128 e = ml_x86_exp(_mm_xor_ps(g, _mm_set1_ps(-0.0f)));
     return _mm_mul_ps(_mm_div_ps(g, _mm_add_ps(_mm_set1_ps(1.0f), e)), u);
 }
 

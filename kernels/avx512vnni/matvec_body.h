@@ -7,7 +7,7 @@
  *     sum += (float)sumi * (dw * dx),   sumi the exact int32 block dot,
  * with separate multiplies and adds.
  *
- * A step is 4 blocks of every row (matvec_q*.c: Q8_0 128 bytes, Q4_0 64
+ * A step is 4 blocks of every row (avx512_dot.h: Q8_0 128 bytes, Q4_0 64
  * bytes per row): each row's dot leaves block c's partial sums in 128-bit
  * chunk c (unsigned weights, no sign handling, the offset removed by the
  * accumulator's start value). The 16 rows' dots reduce at once by a
@@ -15,25 +15,22 @@
  * lane i is row i's exact sumi. The scales of 16 rows x 16 blocks come from
  * one 16x16 transpose (rows' scales are strided by nb), multiplied by dx.
  * Of the last nb % 4 blocks, 3 go as a step with masked loads (zeros in the
- * missing block); 1 or 2 go one at a time (mv_dot16: 2 or 4 rows per
+ * missing block); 1 or 2 go one at a time (ml_avx512_dot16: 2 or 4 rows per
  * register, a cheaper tree). A group of fewer than 16 rows repeats its last
  * row in the missing lanes and stores only its own: each row's arithmetic
  * is the same in every case, so a row's result does not depend on how the
  * caller split [r0, r1).
  *
- * It uses the primitive names of the 4-row body (kernels/x86/
- * matvec_tmpl.h) where they mean the same; a step here has a block count n
- * (4, or 3 with the last one missing). The including kernels/avx512vnni/
- * matvec_q*.c defines them, then includes this file and exports
- * mv16_matvec under its kernel name:
- *   MV_WBYTES               weight bytes per block (32 or 16)
- *   MV_PF_ROWS              how many rows ahead the prefetches run
- *   mv_x, mv_xprep(xs, xq, n)  a step's activations (ml_avx512_x4), from
- *                           its n blocks of int8 activations at xq
- *   mv_dot(w, n, xs)        a row's int32 dot of a step (w: its first
- *                           block), block c's partial sums in chunk c
- *   mv_dot16(g, xq)         one block of 16 rows (g[i]: row i's block) ->
- *                           [sumi of rows 0..15]                           */
+ * The primitives are avx512_dot.h's, for weights of type t (ML_TYPE_Q8_0
+ * or ML_TYPE_Q4_0, a constant after inlining): ml_avx512_xprep (a step's
+ * activations), ml_avx512_dot (a row's dot of a step, block c's partial
+ * sums in chunk c), ml_avx512_dot16 (one block of 16 rows -> [sumi of rows
+ * 0..15]), ml_avx512_sums16 (16 rows' step dots -> per block sumi),
+ * ml_avx512_wbytes and ml_avx512_pf_rows. kernels/avx512vnni/matvec_q8.c
+ * and matvec_q4.c export ml_avx512_matvec under their kernel names. */
+#ifndef ML_AVX512_MATVEC_BODY_H
+#define ML_AVX512_MATVEC_BODY_H
+
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,19 +39,14 @@
 #include "kernels/avx512vnni/avx512_dot.h"
 #include "kernels/kernel_util.h"
 
-#define MV16_STEP_BYTES (4 * MV_WBYTES) /* a row's bytes per step */
-
-/* Row i of a group of nr: missing rows repeat the last one. */
-ML_INLINE size_t mv16_row(int i, int nr) { return (size_t)(i < nr ? i : nr - 1); }
-
 /* s[j] = [dw of rows 0..15 at block b0 + j] * dx[b0 + j] for j < n (n <= 16);
  * s[j] for j >= n is left alone. */
-ML_INLINE void mv16_scales(__m512 *s, const float *wd, size_t nb, int nr, int b0, int n, const float *xd) {
+ML_INLINE void ml_avx512_scales16(__m512 *s, const float *wd, size_t nb, int nr, int b0, int n, const float *xd) {
     const __mmask16 m = (__mmask16)((1u << n) - 1u);
     __m512i t[16], u[16];
     ML_UNROLL for (int i = 0; i < 16; i += 2) {
-        const __m512 a = _mm512_maskz_loadu_ps(m, wd + mv16_row(i, nr) * nb + b0);
-        const __m512 b = _mm512_maskz_loadu_ps(m, wd + mv16_row(i + 1, nr) * nb + b0);
+        const __m512 a = _mm512_maskz_loadu_ps(m, wd + ml_avx512_row(i, nr) * nb + b0);
+        const __m512 b = _mm512_maskz_loadu_ps(m, wd + ml_avx512_row(i + 1, nr) * nb + b0);
         t[i] = _mm512_castps_si512(_mm512_unpacklo_ps(a, b));
         t[i + 1] = _mm512_castps_si512(_mm512_unpackhi_ps(a, b));
     }
@@ -79,42 +71,43 @@ ML_INLINE void mv16_scales(__m512 *s, const float *wd, size_t nb, int nr, int b0
 /* Keep p in a register as computed: the compiler would otherwise hoist the
  * 16 row addresses out of the loops and spill them. */
 #if defined(__GNUC__) || defined(__clang__)
-#define MV16_OPAQUE(p) __asm__("" : "+r"(p))
+#define ML_AVX512_OPAQUE(p) __asm__("" : "+r"(p))
 #else
-#define MV16_OPAQUE(p) ((void)0)
+#define ML_AVX512_OPAQUE(p) ((void)0)
 #endif
 
 /* g[i] = a + row i * s: for a full group, 4 bases and s, 2s, 3s. */
-ML_INLINE void mv16_addrs(const int8_t **g, const int8_t *a, size_t s, int nr) {
+ML_INLINE void ml_avx512_addrs(const int8_t **g, const int8_t *a, size_t s, int nr) {
     if (nr == 16) {
         const int8_t *b0 = a, *b1 = a + 4 * s, *b2 = a + 8 * s, *b3 = a + 12 * s;
-        MV16_OPAQUE(b0);
-        MV16_OPAQUE(b1);
-        MV16_OPAQUE(b2);
-        MV16_OPAQUE(b3);
+        ML_AVX512_OPAQUE(b0);
+        ML_AVX512_OPAQUE(b1);
+        ML_AVX512_OPAQUE(b2);
+        ML_AVX512_OPAQUE(b3);
         const int8_t *bk[4] = {b0, b1, b2, b3};
         ML_UNROLL for (int i = 0; i < 16; i++) g[i] = bk[i / 4] + (size_t)(i % 4) * s;
     } else {
-        ML_UNROLL for (int i = 0; i < 16; i++) g[i] = a + mv16_row(i, nr) * s;
+        ML_UNROLL for (int i = 0; i < 16; i++) g[i] = a + ml_avx512_row(i, nr) * s;
     }
 }
 
 /* One step: n (4 when full) blocks starting at block b of every row; pf:
- * where the bytes to prefetch start (16 * MV16_STEP_BYTES of them), pfd:
+ * where the bytes to prefetch start (16 steps of a row of them), pfd:
  * where their scales do (n lines: 16 rows x 4 bytes is a line a block). */
-ML_INLINE __m512 mv16_step(__m512 acc, const int8_t *wq, size_t wstride, int nr, size_t b, const int8_t *xq,
-                           const __m512 *sc, int n, const int8_t *pf, uintptr_t pfd) {
+ML_INLINE __m512 ml_avx512_step(__m512 acc, const int8_t *wq, size_t wstride, int nr, size_t b, const int8_t *xq,
+                                const __m512 *sc, int n, const int8_t *pf, uintptr_t pfd, ml_type t) {
+    const size_t wb = ml_avx512_wbytes(t);
     ML_UNROLL for (int l = 0; l < 4; l++)
         if (l < n) _mm_prefetch((const char *)(pfd + (size_t)l * 64), _MM_HINT_T0);
-    mv_x xs;
-    mv_xprep(&xs, xq + b * ML_QK, n);
+    ml_avx512_x4 xs;
+    ml_avx512_xprep(&xs, xq + b * ML_QK, n, t);
     const int8_t *g[16];
-    mv16_addrs(g, wq + b * MV_WBYTES, wstride, nr);
+    ml_avx512_addrs(g, wq + b * wb, wstride, nr);
     __m512i v[16];
     ML_UNROLL for (int i = 0; i < 16; i++) {
-        ML_UNROLL for (int l = 0; l < MV16_STEP_BYTES / 64; l++)
-            _mm_prefetch((const char *)((uintptr_t)pf + (size_t)(i * MV16_STEP_BYTES + l * 64)), _MM_HINT_T0);
-        v[i] = mv_dot(g[i], n, &xs);
+        ML_UNROLL for (size_t l = 0; l < 4 * wb; l += 64)
+            _mm_prefetch((const char *)((uintptr_t)pf + (size_t)i * 4 * wb + l), _MM_HINT_T0);
+        v[i] = ml_avx512_dot(g[i], n, &xs, t);
     }
     __m512i s[4];
     ml_avx512_sums16(v, s);
@@ -124,37 +117,39 @@ ML_INLINE __m512 mv16_step(__m512 acc, const int8_t *wq, size_t wstride, int nr,
 }
 
 /* nr (16, or 1..15 for the last group) consecutive rows starting at y. */
-ML_INLINE void mv16_rows(float *y, const int8_t *wq, size_t wstride, const float *wd, const int8_t *xq,
-                         const float *xd, int nb, int nr) {
+ML_INLINE void ml_avx512_rows(float *y, const int8_t *wq, size_t wstride, const float *wd, const int8_t *xq,
+                              const float *xd, int nb, int nr, ml_type t) {
+    const size_t wb = ml_avx512_wbytes(t);
     __m512 acc = _mm512_setzero_ps();
-    /* The bytes and scales MV_PF_ROWS rows ahead, linearly, as many per
-     * step as a step reads. Without the scales, each 16-block round of
-     * mv16_scales stalled on 16 DRAM misses: TinyLlama Q4_0 at 2 threads
+    /* The bytes and scales ml_avx512_pf_rows(t) rows ahead, linearly, as
+     * many per step as a step reads. Without the scales, each 16-block round of
+     * ml_avx512_scales16 stalled on 16 DRAM misses: TinyLlama Q4_0 at 2 threads
      * streamed 20.4 GB/s instead of 24 (the scales are 20% of Q4_0's bytes).
      * The addresses are integers: past the matrix end they are never C
      * pointers, and prefetches do not fault. */
-    uintptr_t pf = (uintptr_t)wq + MV_PF_ROWS * wstride;
-    uintptr_t pfd = (uintptr_t)wd + MV_PF_ROWS * (size_t)nb * sizeof(float);
+    uintptr_t pf = (uintptr_t)wq + ml_avx512_pf_rows(t) * wstride;
+    uintptr_t pfd = (uintptr_t)wd + ml_avx512_pf_rows(t) * (size_t)nb * sizeof(float);
     for (int b0 = 0; b0 < nb; b0 += 16) {
         const int n = nb - b0 < 16 ? nb - b0 : 16;
         __m512 sc[16];
-        mv16_scales(sc, wd, (size_t)nb, nr, b0, n, xd + b0);
+        ml_avx512_scales16(sc, wd, (size_t)nb, nr, b0, n, xd + b0);
         int j = 0;
-        for (; j + 4 <= n; j += 4, pf += 16 * MV16_STEP_BYTES, pfd += 4 * 64)
-            acc = mv16_step(acc, wq, wstride, nr, (size_t)(b0 + j), xq, sc + j, 4, (const int8_t *)pf, pfd);
+        for (; j + 4 <= n; j += 4, pf += 16 * (4 * wb), pfd += 4 * 64)
+            acc = ml_avx512_step(acc, wq, wstride, nr, (size_t)(b0 + j), xq, sc + j, 4, (const int8_t *)pf, pfd, t);
         if (n - j > 2) {
-            acc = mv16_step(acc, wq, wstride, nr, (size_t)(b0 + j), xq, sc + j, n - j, (const int8_t *)pf, pfd);
+            acc = ml_avx512_step(acc, wq, wstride, nr, (size_t)(b0 + j), xq, sc + j, n - j, (const int8_t *)pf, pfd, t);
         } else {
             for (; j < n; j++) { /* one or two blocks left: one at a time */
                 const size_t b = (size_t)(b0 + j);
                 const int8_t *g[16];
-                mv16_addrs(g, wq + b * MV_WBYTES, wstride, nr);
-                ML_UNROLL for (int l = 0; l < 16 * MV_WBYTES; l += 64)
-                    _mm_prefetch((const char *)(pf + (size_t)l), _MM_HINT_T0);
+                ml_avx512_addrs(g, wq + b * wb, wstride, nr);
+                ML_UNROLL for (size_t l = 0; l < 16 * wb; l += 64)
+                    _mm_prefetch((const char *)(pf + l), _MM_HINT_T0);
                 _mm_prefetch((const char *)pfd, _MM_HINT_T0);
-                pf += 16 * MV_WBYTES;
+                pf += 16 * wb;
                 pfd += 64;
-                acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(mv_dot16(g, xq + b * ML_QK)), sc[j]));
+                const __m512i s = ml_avx512_dot16(g, xq + b * ML_QK, t);
+                acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(s), sc[j]));
             }
         }
     }
@@ -164,12 +159,17 @@ ML_INLINE void mv16_rows(float *y, const int8_t *wq, size_t wstride, const float
         _mm512_mask_storeu_ps(y, (__mmask16)((1u << nr) - 1u), acc);
 }
 
-ML_INLINE void mv16_matvec(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
+ML_INLINE void ml_avx512_matvec(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1, ml_type t) {
     const int nb = W->cols / ML_QK;
-    const size_t wstride = (size_t)nb * MV_WBYTES;
+    const size_t wb = ml_avx512_wbytes(t);
+    const size_t wstride = (size_t)nb * wb;
     int r = r0;
     for (; r + 16 <= r1; r += 16)
-        mv16_rows(y + r, W->q + (size_t)r * wstride, wstride, W->d + (size_t)r * (size_t)nb, x->q, x->d, nb, 16);
+        ml_avx512_rows(y + r, W->q + (size_t)r * wstride, wstride, W->d + (size_t)r * (size_t)nb, x->q, x->d, nb, 16,
+                       t);
     if (r < r1)
-        mv16_rows(y + r, W->q + (size_t)r * wstride, wstride, W->d + (size_t)r * (size_t)nb, x->q, x->d, nb, r1 - r);
+        ml_avx512_rows(y + r, W->q + (size_t)r * wstride, wstride, W->d + (size_t)r * (size_t)nb, x->q, x->d, nb,
+                       r1 - r, t);
 }
+
+#endif

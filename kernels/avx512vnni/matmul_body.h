@@ -1,0 +1,209 @@
+/* The avx512vnni matmul body (Q8_0 and Q4_0, the weight type a constant
+ * after inlining): Y[t*ldy + r] = W[r,:] . X[t] for the batch's tokens and
+ * rows [r0, r1), over avx512_dot.h's primitives (ml_avx512_ublock2: a
+ * row's block as unsigned bytes, ml_avx512_off: their offset). Register
+ * tiles hold 16 rows in the 16 int32 / float lanes and a few tokens per
+ * pass, so that no (row, token) dot is ever summed horizontally.
+ *
+ * A weight block of 16 rows is transposed once per call into 8 vectors:
+ * vector j, lane i = row i's bytes 4j .. 4j+3, unsigned (Q8_0 as w ^ 0x80
+ * = w + 128, Q4_0 unpacked nibbles w + 8). A token's block then costs 8
+ * vpdpbusd of those vectors by its 4 activation bytes 4j .. 4j+3, broadcast
+ * to every lane straight from memory: lane i ends with row i's block dot,
+ * for 16 rows at once, with no shuffle. The weights' offset off is removed
+ * by starting the sum at -off * sum(x) of the token's block (mm512_xprep, once
+ * per token and block for all rows), so it is exactly sum w x (int32, wraps
+ * but never saturates).
+ *
+ * Loop order (mm512_matmul, at the end): a row tile (MM512_GROUPS
+ * groups of 16 rows) and a chunk of MM512_KB blocks are transposed once into
+ * wt (stack, 36 KiB), then every token passes over them; a token tile's
+ * activations are copied (xq, stack, 32 KiB) and their block sums made (cx,
+ * 4 KiB) once per chunk for all the row tile's groups. The weights are read
+ * from memory once per call, in place (never converted where they are
+ * mapped).
+ *
+ * Float order (kernels/canon.h rule 5): each lane, for its (row, token),
+ * adds (float)sumi * (dw * dx) block after block, separate mul and add,
+ * from 0.0f; between chunks of blocks the running sum waits in Y itself. */
+#ifndef ML_AVX512_MATMUL_BODY_H
+#define ML_AVX512_MATMUL_BODY_H
+
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "config/ml_kernels.h"
+#include "kernels/avx512vnni/avx512_dot.h"
+#include "kernels/kernel_util.h"
+
+#define MM512_KB 16 /* blocks per chunk: mm512_xprep sums 16 at a time */
+#define MM512_T 8   /* tokens per register tile */
+
+/* One 16-row group's chunk of weights, transposed. */
+typedef struct {
+    __m512i w[MM512_KB][8]; /* (block, 4-byte column): lane i = row i */
+    __m512 d[MM512_KB];     /* the rows' block scales */
+} mm512_wtile;
+
+/* Block b (of the chunk) of a group: g[i] is lane i's row at that block. */
+ML_INLINE void mm512_wprep_block(mm512_wtile *wt, int b, const int8_t *const *g, ml_type type) {
+    /* z[p] = rows (p, p + 4) for p < 4, (p + 4, p + 8) after: the 8x8
+     * dword transposes of both 256-bit halves then come out in row order */
+    __m512i z[8], t[8], u[8];
+    ML_UNROLL for (int p = 0; p < 8; p++) {
+        const int ra = p < 4 ? p : p + 4;
+        z[p] = ml_avx512_ublock2(g[ra], g[ra + 4], type);
+    }
+    ML_UNROLL for (int k = 0; k < 4; k++) {
+        t[2 * k] = _mm512_unpacklo_epi32(z[2 * k], z[2 * k + 1]);
+        t[2 * k + 1] = _mm512_unpackhi_epi32(z[2 * k], z[2 * k + 1]);
+    }
+    ML_UNROLL for (int m = 0; m < 2; m++) {
+        u[4 * m + 0] = _mm512_unpacklo_epi64(t[4 * m], t[4 * m + 2]);
+        u[4 * m + 1] = _mm512_unpackhi_epi64(t[4 * m], t[4 * m + 2]);
+        u[4 * m + 2] = _mm512_unpacklo_epi64(t[4 * m + 1], t[4 * m + 3]);
+        u[4 * m + 3] = _mm512_unpackhi_epi64(t[4 * m + 1], t[4 * m + 3]);
+    }
+    ML_UNROLL for (int j = 0; j < 4; j++) {
+        wt->w[b][j] = _mm512_shuffle_i32x4(u[j], u[4 + j], _MM_SHUFFLE(2, 0, 2, 0));
+        wt->w[b][4 + j] = _mm512_shuffle_i32x4(u[j], u[4 + j], _MM_SHUFFLE(3, 1, 3, 1));
+    }
+}
+
+/* nb blocks of nr rows (<= 16) from row pointer q (bytes per row wstride,
+ * per block bpb) and scales d (nbt blocks per row). */
+ML_INLINE void mm512_wprep(mm512_wtile *wt, const int8_t *q, size_t wstride, size_t bpb, const float *d, size_t nbt,
+                           int nr, int nb, ml_type type) {
+    const __m512i idx = _mm512_mullo_epi32(
+        _mm512_min_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(nr - 1)),
+        _mm512_set1_epi32((int)nbt));
+    for (int b = 0; b < nb; b++) {
+        const int8_t *g[16];
+        ML_UNROLL for (int i = 0; i < 16; i++) g[i] = q + ml_avx512_row(i, nr) * wstride + (size_t)b * bpb;
+        mm512_wprep_block(wt, b, g, type);
+        wt->d[b] = _mm512_i32gather_ps(idx, d + b, 4);
+    }
+}
+
+/* For block b0 + b of token t0 + t (nt tokens, nb blocks): its quants
+ * copied to xq[t] (a fixed stride: the tiles address every token from one
+ * register) and cx[t][b] = -off * sum(x) (a token's 16 blocks in one tree
+ * of adds). */
+_Static_assert(MM512_KB == 16, "mm512_xprep writes 16 sums per token");
+ML_INLINE void mm512_xprep(int8_t (*xq)[MM512_KB * ML_QK], int32_t (*cx)[MM512_KB], const ml_qbatch *X, int t0, int nt,
+                           int b0, int nb, ml_type type) {
+    const __m512i z = _mm512_setzero_si512(), o = _mm512_set1_epi8((char)ml_avx512_off(type));
+    /* block b's sum sits at lane (b & 8) + 4 (b & 1) + (b & 7) / 2 */
+    const __m512i perm = _mm512_set_epi32(15, 11, 14, 10, 13, 9, 12, 8, 7, 3, 6, 2, 5, 1, 4, 0);
+    for (int t = 0; t < nt; t++) {
+        const int8_t *x = X->q + (size_t)(t0 + t) * (size_t)X->n + (size_t)b0 * ML_QK;
+        __m512i v[8]; /* lanes 0..7: block 2k's partial sums, 8..15: 2k + 1's */
+        ML_UNROLL for (int k = 0; k < 8; k++) {
+            const __m512i q = ml_avx512_load_n(x + 64 * k, nb * ML_QK - 64 * k);
+            _mm512_storeu_si512(xq[t] + 64 * k, q);
+            v[k] = _mm512_dpbusd_epi32(z, o, q);
+        }
+        const __m512i q0 = ml_avx512_quads(v), q1 = ml_avx512_quads(v + 4);
+        const __m512i e = _mm512_add_epi32(_mm512_shuffle_i32x4(q0, q1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                           _mm512_shuffle_i32x4(q0, q1, _MM_SHUFFLE(3, 1, 3, 1)));
+        _mm512_storeu_si512(cx[t], _mm512_sub_epi32(z, _mm512_permutexvar_epi32(perm, e)));
+    }
+}
+
+ML_INLINE __m512i mm512_bcast4(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return _mm512_set1_epi32(v);
+}
+
+/* nt (<= MM512_T) tokens of one group over nb blocks: acc from Y (or 0.0f on
+ * the first chunk), back to Y. y: token 0's 16 rows; xd: token 0's scales
+ * at the chunk's block 0 (n / 32 per token); xq, cx: mm512_xprep's, token 0. */
+ML_INLINE void mm512_tile(float *y, size_t ldy, __mmask16 m, int first, const mm512_wtile *wt, int nb,
+                          const int8_t (*xq)[MM512_KB * ML_QK], const float *xd, size_t n,
+                          const int32_t (*cx)[MM512_KB], int nt) {
+    __m512 acc[MM512_T];
+    ML_UNROLL for (int t = 0; t < MM512_T; t++)
+        if (t < nt) acc[t] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m, y + (size_t)t * ldy);
+    for (int b = 0; b < nb; b++) {
+        __m512i w[8];
+        ML_UNROLL for (int j = 0; j < 8; j++) w[j] = wt->w[b][j];
+        const __m512 dw = wt->d[b];
+        /* tokens innermost: their MM512_T dot chains interleave (one chain of
+         * 8 vpdpbusd alone is latency bound) */
+        __m512i s[MM512_T];
+        ML_UNROLL for (int t = 0; t < MM512_T; t++)
+            if (t < nt) s[t] = _mm512_set1_epi32(cx[t][b]);
+        ML_UNROLL for (int j = 0; j < 8; j++)
+            ML_UNROLL for (int t = 0; t < MM512_T; t++)
+                if (t < nt) s[t] = _mm512_dpbusd_epi32(s[t], w[j], mm512_bcast4(xq[t] + b * ML_QK + 4 * j));
+        ML_UNROLL for (int t = 0; t < MM512_T; t++) {
+            if (t >= nt) continue;
+            const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(xd[(size_t)t * (n / ML_QK) + (size_t)b]));
+            acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(s[t]), sc));
+        }
+    }
+    ML_UNROLL for (int t = 0; t < MM512_T; t++)
+        if (t < nt) _mm512_mask_storeu_ps(y + (size_t)t * ldy, m, acc[t]);
+}
+
+/* ---- the loops ---------------------------------------------------------- */
+
+#define MM512_GROUPS 4 /* 16-row groups per row tile */
+#define MM512_TT 64    /* tokens per activation tile */
+
+ML_INLINE int mm512_min(int a, int b) { return a < b ? a : b; }
+
+/* The full register tile, or a short one with its own constant count so
+ * its accumulators stay in registers too. */
+_Static_assert(MM512_T == 8, "mm512_tile_n has a case for each shorter count");
+ML_INLINE void mm512_tile_n(float *y, size_t ldy, __mmask16 m, int first, const mm512_wtile *wt, int nb,
+                            const int8_t (*xq)[MM512_KB * ML_QK], const float *xd, size_t n,
+                            const int32_t (*cx)[MM512_KB], int nt) {
+    switch (nt) {
+    case 1: mm512_tile(y, ldy, m, first, wt, nb, xq, xd, n, cx, 1); break;
+    case 2: mm512_tile(y, ldy, m, first, wt, nb, xq, xd, n, cx, 2); break;
+    case 3: mm512_tile(y, ldy, m, first, wt, nb, xq, xd, n, cx, 3); break;
+    case 4: mm512_tile(y, ldy, m, first, wt, nb, xq, xd, n, cx, 4); break;
+    case 5: mm512_tile(y, ldy, m, first, wt, nb, xq, xd, n, cx, 5); break;
+    case 6: mm512_tile(y, ldy, m, first, wt, nb, xq, xd, n, cx, 6); break;
+    case 7: mm512_tile(y, ldy, m, first, wt, nb, xq, xd, n, cx, 7); break;
+    default: mm512_tile(y, ldy, m, first, wt, nb, xq, xd, n, cx, MM512_T); break;
+    }
+}
+
+ML_INLINE void mm512_matmul(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1, ml_type type) {
+    const int nbt = W->cols / ML_QK;
+    const size_t bpb = ml_avx512_wbytes(type), wstride = (size_t)nbt * bpb;
+    mm512_wtile wt[MM512_GROUPS];
+    int8_t xq[MM512_TT][MM512_KB * ML_QK];
+    int32_t cx[MM512_TT][MM512_KB];
+    for (int r = r0; r < r1; r += 16 * MM512_GROUPS) {
+        const int ng = (mm512_min(r1 - r, 16 * MM512_GROUPS) + 15) / 16;
+        for (int b0 = 0; b0 < nbt; b0 += MM512_KB) {
+            const int nb = mm512_min(nbt - b0, MM512_KB);
+            for (int g = 0; g < ng; g++) {
+                const int rg = r + 16 * g;
+                mm512_wprep(&wt[g], W->q + (size_t)rg * wstride + (size_t)b0 * bpb, wstride, bpb,
+                         W->d + (size_t)rg * (size_t)nbt + (size_t)b0, (size_t)nbt, mm512_min(16, r1 - rg), nb, type);
+            }
+            for (int t0 = 0; t0 < X->n_tok; t0 += MM512_TT) {
+                const int ntt = mm512_min(X->n_tok - t0, MM512_TT);
+                mm512_xprep(xq, cx, X, t0, ntt, b0, nb, type);
+                for (int g = 0; g < ng; g++) {
+                    const int rg = r + 16 * g, nr = mm512_min(16, r1 - rg);
+                    const __mmask16 m = (__mmask16)((1u << nr) - 1u);
+                    for (int t = 0; t < ntt; t += MM512_T)
+                        mm512_tile_n(Y + (size_t)(t0 + t) * (size_t)ldy + (size_t)rg, (size_t)ldy, m, b0 == 0, &wt[g],
+                                     nb, (const int8_t(*)[MM512_KB * ML_QK])xq + t,
+                                     X->d + (size_t)(t0 + t) * (size_t)nbt + (size_t)b0, (size_t)X->n,
+                                     (const int32_t(*)[MM512_KB])cx + t, mm512_min(ntt - t, MM512_T));
+                }
+            }
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,10 @@
+/* Y = W X for a batch of tokens, Q8_0 weights, AVX-VNNI: avx2_dot.h with
+ * vpdpbusd in the x86 4-row matmul body (kernels/x86/matmul_body.h). */
+#define ML_AVX2_VNNI 1 /* avx2_dot.h's vpdpbusd section */
+#include "kernels/avx2/avx2_dot.h"
+
+#include "kernels/x86/matmul_body.h"
+
+void ml_k_matmul_q8_avxvnni(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1) {
+    ml_x86_matmul(Y, ldy, W, X, r0, r1, ML_TYPE_Q8_0);
+}

@@ -1,0 +1,9 @@
+/* Y = W X for a batch of tokens, Q8_0 weights, SSE2: the pmaddwd block dot
+ * (sse2_dot.h) in the x86 4-row matmul body (kernels/x86/matmul_body.h). */
+#include "kernels/sse2/sse2_dot.h"
+
+#include "kernels/x86/matmul_body.h"
+
+void ml_k_matmul_q8_sse2(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1) {
+    ml_x86_matmul(Y, ldy, W, X, r0, r1, ML_TYPE_Q8_0);
+}

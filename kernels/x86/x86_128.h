@@ -1,0 +1,50 @@
+/* The 128-bit step of the x86 4-row bodies (kernels/x86/matvec_body.h,
+ * matmul_body.h), shared by the sse2 and sse41 builds: a step is one block,
+ * a row's dot of it one int32x4 whose lanes sum to its sumi (sse2: 256 *
+ * sumi). The including sse2_dot.h or sse41_dot.h first defines its block
+ * dot (ml_x86_x, ml_x86_xprep, ml_x86_w, ml_x86_wprep, ml_x86_wdot) and
+ * ml_x86_sumi (the reduced dots -> sumi); this file derives the rest of the
+ * bodies' primitives from them. SSE2 instructions only. */
+#ifndef ML_X86_128_H
+#define ML_X86_128_H
+
+#include <emmintrin.h>
+
+#include "kernels/kernel_util.h"
+
+typedef __m128i ml_x86_vi;
+
+#define ML_X86_STEP 1
+
+/* A step is one block: the tail's one-block primitives are the step's, and
+ * the matmul's activations the matvec's. */
+typedef ml_x86_x ml_x86_x1;
+typedef ml_x86_x ml_x86_mx;
+
+ML_INLINE void ml_x86_xprep1(ml_x86_x *xs, const int8_t *xq, ml_type t) { ml_x86_xprep(xs, xq, t); }
+ML_INLINE void ml_x86_mxprep(ml_x86_x *xs, const int8_t *xq, ml_type t) { ml_x86_xprep(xs, xq, t); }
+
+/* A row's dot of a step: its weights prepared, then multiplied. */
+ML_INLINE __m128i ml_x86_dot(const int8_t *w, const ml_x86_x *xs, ml_type t) {
+    ml_x86_w wp;
+    ml_x86_wprep(&wp, w, t);
+    return ml_x86_wdot(&wp, xs, t);
+}
+
+ML_INLINE __m128i ml_x86_dot1(const int8_t *w, const ml_x86_x *xs, ml_type t) { return ml_x86_dot(w, xs, t); }
+
+/* [sumi row 0, .., row 3] from the rows' dots v[0..3]: transpose-and-add */
+ML_INLINE __m128i ml_x86_block_sums(const __m128i *v) {
+    const __m128i t01 = _mm_add_epi32(_mm_unpacklo_epi32(v[0], v[1]), _mm_unpackhi_epi32(v[0], v[1]));
+    const __m128i t23 = _mm_add_epi32(_mm_unpacklo_epi32(v[2], v[3]), _mm_unpackhi_epi32(v[2], v[3]));
+    return ml_x86_sumi(_mm_add_epi32(_mm_unpacklo_epi64(t01, t23), _mm_unpackhi_epi64(t01, t23)));
+}
+
+ML_INLINE __m128i ml_x86_reduce4(const __m128i *v) { return ml_x86_block_sums(v); }
+
+/* acc + (float)sumi * s[0], lanes = rows: the canonical multiply, then add */
+ML_INLINE __m128 ml_x86_madd(__m128 acc, __m128i sumi, const __m128 *s) {
+    return _mm_add_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(sumi), s[0]));
+}
+
+#endif
