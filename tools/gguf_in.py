@@ -173,6 +173,14 @@ class GGUFSource:
         """{plan name: ReaderTensor}; presence, shape and type of every one,
         and no tensor left over (biases, rope_freqs, ...)."""
         by_name = {t.name: t for t in self.reader.tensors}
+        # Data at an offset off the file's alignment would be read shifted
+        # (the package does not check): name it, not its garbage values.
+        align = int(getattr(self.reader, "alignment", 32))
+        for t in self.reader.tensors:
+            off = int(t.field.parts[-1][0])
+            if off % align:
+                raise GGUFError(f"{self.path}: tensor {t.name}: data offset {off} is not a multiple "
+                                f"of the file's alignment {align} (general.alignment; default 32)")
         if self.cfg["n_layers"] > len(by_name):  # before planning 9 tensors per layer
             raise GGUFError(f"{self.path}: llama.block_count = {self.cfg['n_layers']}, but the "
                             f"file has only {len(by_name)} tensors")
