@@ -4,6 +4,7 @@
 #include "core/outfile.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -83,19 +84,17 @@ static out_kind kind_of(const char *path, const char **why) {
     return KIND_REFUSED;
 }
 
-/* The file a link points to (renamed over, so the link stays); the path
- * itself otherwise. malloc'd, NULL when out of memory. */
-static char *resolve(const char *path) {
-#if !defined(_WIN32)
+/* Into out (ML_OUTFILE_PATH_MAX): the file a link points to (renamed
+ * over, so the link stays), the path itself otherwise. 0 if too long. */
+static int resolve(const char *path, char *out) {
+#if !defined(_WIN32) && defined(PATH_MAX) && PATH_MAX <= ML_OUTFILE_PATH_MAX
     struct stat st;
-    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
-        char *r = realpath(path, NULL);
-        if (r) return r;
-    }
+    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && realpath(path, out)) return 1;
 #endif
-    char *r = malloc(strlen(path) + 1);
-    if (r) strcpy(r, path);
-    return r;
+    size_t n = strlen(path);
+    if (n >= ML_OUTFILE_PATH_MAX) return 0;
+    memcpy(out, path, n + 1);
+    return 1;
 }
 
 /* /dev/stdout, /dev/fd/N, /proc/self/fd/N may lead to a regular file the
@@ -112,31 +111,26 @@ ml_status ml_outfile_open(ml_outfile *o, const char *what, const char *path, ml_
         return ml_errf(err, ML_E_IO, "%s: cannot write '%s': it is %s; expected a file, or a device or pipe to write through",
                        what, path, why);
     if (k == KIND_THROUGH || (k == KIND_REGULAR && is_fd_alias(path))) {
+        o->through = 1;
         o->f = ml_fopen(path, "ab"); /* never truncates: a device or the shell's own file */
         if (!o->f) return ml_errf(err, ML_E_IO, "%s: cannot write '%s': %s", what, path, strerror(errno));
         return ML_OK;
     }
     o->replaces = k == KIND_REGULAR;
-    o->target = resolve(path);
-    size_t len = o->target ? strlen(o->target) : 0;
-    o->tmp = o->target ? malloc(len + 48) : NULL;
-    if (!o->tmp) {
-        ml_outfile_abort(o);
-        return ml_errf(err, ML_E_NOMEM, "%s: out of memory for the path of '%s'", what, path);
-    }
+    if (!resolve(path, o->target) || strlen(o->target) + 32 >= ML_OUTFILE_PATH_MAX)
+        return ml_errf(err, ML_E_IO, "%s: cannot write '%s': the path is longer than %d bytes", what, path,
+                       ML_OUTFILE_PATH_MAX - 32);
     /* A fresh name each try ("x": exclusive create, C11), never a user's file. */
     static unsigned counter;
     unsigned long seed = (unsigned long)time(NULL) ^ ((unsigned long)getpid() << 16);
     for (int tries = 0; tries < 100 && !o->f; tries++) {
-        snprintf(o->tmp, len + 48, "%s.part-%lx-%x", o->target, seed & 0xffffffffUL, ++counter);
+        snprintf(o->tmp, sizeof o->tmp, "%s.part-%lx-%x", o->target, seed & 0xffffffffUL, ++counter);
         o->f = ml_fopen(o->tmp, "wbx");
         if (!o->f && errno != EEXIST) break;
     }
     if (!o->f) {
         int e = errno;
-        free(o->tmp);
-        o->tmp = NULL;
-        ml_outfile_abort(o);
+        o->tmp[0] = 0;
         return ml_errf(err, ML_E_IO, "%s: cannot write '%s': %s (creating a temporary file beside it)", what, path,
                        strerror(e));
     }
@@ -169,25 +163,21 @@ ml_status ml_outfile_commit(ml_outfile *o, ml_err *err) {
     int e = errno;
 #if !defined(_WIN32)
     /* On disk before the rename, so a crash leaves the old or the new file. */
-    if (!bad && o->tmp && fsync(fileno(f)) != 0 && errno != EINVAL) bad = 1, e = errno;
+    if (!bad && o->tmp[0] && fsync(fileno(f)) != 0 && errno != EINVAL) bad = 1, e = errno;
 #endif
     if (fclose(f) != 0 && !bad) bad = 1, e = errno;
-    if (!bad && o->tmp && rename_over(o->tmp, o->target) != 0) bad = 1, e = errno;
+    if (!bad && o->tmp[0] && rename_over(o->tmp, o->target) != 0) bad = 1, e = errno;
     if (bad) {
         ml_outfile_abort(o);
         return ml_errf(err, ML_E_IO, "writing '%s' failed: %s", o->path, e ? strerror(e) : "write error");
     }
-    free(o->tmp);
-    free(o->target);
-    o->tmp = o->target = NULL;
+    o->tmp[0] = 0;
     return ML_OK;
 }
 
 void ml_outfile_abort(ml_outfile *o) {
     if (o->f) fclose(o->f);
     o->f = NULL;
-    if (o->tmp) ml_remove(o->tmp);
-    free(o->tmp);
-    free(o->target);
-    o->tmp = o->target = NULL;
+    if (o->tmp[0]) ml_remove(o->tmp);
+    o->tmp[0] = 0;
 }

@@ -28,12 +28,17 @@ typedef struct {
 ml_status ml_outfile_check(const char *what, const char *path, const ml_named_path *inputs, int n,
                            ml_err *err);
 
+/* Longest path of a target or its temporary (no allocation: the library
+ * allocates at load time only). */
+#define ML_OUTFILE_PATH_MAX 4096
+
 typedef struct {
     FILE *f;          /* write here */
     const char *path; /* the target, as named */
-    char *target;     /* the file renamed over (the link's target for a link) */
-    char *tmp;        /* the temporary; NULL when written through */
     int replaces;     /* the target exists: commit replaces it */
+    int through;      /* written through (a device or pipe): no temporary */
+    char target[ML_OUTFILE_PATH_MAX]; /* renamed over (for a link: its file) */
+    char tmp[ML_OUTFILE_PATH_MAX];    /* the temporary; "" when none */
 } ml_outfile;
 
 /* Open an output for writing (what names it in messages). */
