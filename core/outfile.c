@@ -12,7 +12,9 @@
 
 #include "core/path.h"
 
+#include <fcntl.h>
 #if defined(_WIN32)
+#include <io.h>
 #include <process.h>
 #include <windows.h>
 #define getpid _getpid
@@ -97,6 +99,22 @@ static int resolve(const char *path, char *out) {
     return 1;
 }
 
+/* A file that did not exist (O_EXCL: never a user's file), open to write. */
+static FILE *create_new(const char *path) {
+#if defined(_WIN32)
+    wchar_t w[ML_WPATH_MAX];
+    if (!ml_path_wide(path, w, ML_WPATH_MAX)) return NULL;
+    int fd = _wopen(w, _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY, _S_IREAD | _S_IWRITE);
+    FILE *f = fd < 0 ? NULL : _fdopen(fd, "wb");
+    if (fd >= 0 && !f) _close(fd);
+#else
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0666);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "wb");
+    if (fd >= 0 && !f) close(fd);
+#endif
+    return f;
+}
+
 /* /dev/stdout, /dev/fd/N, /proc/self/fd/N may lead to a regular file the
  * shell opened for us: that one is written through, not replaced. */
 static int is_fd_alias(const char *path) {
@@ -120,12 +138,12 @@ ml_status ml_outfile_open(ml_outfile *o, const char *what, const char *path, ml_
     if (!resolve(path, o->target) || strlen(o->target) + 32 >= ML_OUTFILE_PATH_MAX)
         return ml_errf(err, ML_E_IO, "%s: cannot write '%s': the path is longer than %d bytes", what, path,
                        ML_OUTFILE_PATH_MAX - 32);
-    /* A fresh name each try ("x": exclusive create, C11), never a user's file. */
+    /* A fresh name each try, created exclusively. */
     static unsigned counter;
     unsigned long seed = (unsigned long)time(NULL) ^ ((unsigned long)getpid() << 16);
     for (int tries = 0; tries < 100 && !o->f; tries++) {
         snprintf(o->tmp, sizeof o->tmp, "%s.part-%lx-%x", o->target, seed & 0xffffffffUL, ++counter);
-        o->f = ml_fopen(o->tmp, "wbx");
+        o->f = create_new(o->tmp);
         if (!o->f && errno != EEXIST) break;
     }
     if (!o->f) {
