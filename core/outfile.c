@@ -138,11 +138,10 @@ ml_status ml_outfile_open(ml_outfile *o, const char *what, const char *path, ml_
     if (!resolve(path, o->target) || strlen(o->target) + 32 >= ML_OUTFILE_PATH_MAX)
         return ml_errf(err, ML_E_IO, "%s: cannot write '%s': the path is longer than %d bytes", what, path,
                        ML_OUTFILE_PATH_MAX - 32);
-    /* A fresh name each try, created exclusively. */
-    static unsigned counter;
+    /* A fresh name each try (process id, clock, try), created exclusively. */
     unsigned long seed = (unsigned long)time(NULL) ^ ((unsigned long)getpid() << 16);
     for (int tries = 0; tries < 100 && !o->f; tries++) {
-        snprintf(o->tmp, sizeof o->tmp, "%s.part-%lx-%x", o->target, seed & 0xffffffffUL, ++counter);
+        snprintf(o->tmp, sizeof o->tmp, "%s.part-%lx-%d", o->target, seed & 0xffffffffUL, tries);
         o->f = create_new(o->tmp);
         if (!o->f && errno != EEXIST) break;
     }
