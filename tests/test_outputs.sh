@@ -158,6 +158,14 @@ else
             "${CONV[@]}" "$C/in.bin" "$p"
     done
     same "convert inputs: the input is intact" "$C/in.bin" "$S260"
+    HF=$MODELS/stories260K-hf
+    if [ -f "$HF/config.json" ]; then
+        cp -r "$HF" "$C/hf"
+        expect "convert inputs: the output is a file of the input folder" 1 "is the same file as the input $C/hf (a file in that folder)" \
+            "${CONV[@]}" "$C/hf" "$C/hf/config.json"
+        same "convert inputs: the folder's config.json is intact" "$C/hf/config.json" "$HF/config.json"
+        rm -rf "$C/hf"
+    fi
     "${CONV[@]}" "$C/in.bin" "$tmp/ref.mlb" >/dev/null 2>&1 || bad "convert outputs: reference conversion"
     echo old >"$C/out.mlb"; cp "$C/out.mlb" "$tmp/out.old"; echo mine >"$C/out.mlb.tmp"
     expect "convert outputs: a write error" 1 "convert: error:" limited "${CONV[@]}" "$C/in.bin" "$C/out.mlb"
