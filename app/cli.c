@@ -106,8 +106,9 @@ int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t m
         else if (!strcmp(a, "--logits")) o->logits_path = v;
         else if (!strcmp(a, "--ids")) o->ids_path = v;
         else if (!strcmp(a, "-n")) {
-            if (!ml_cli_int(v, 0, 1L << 30, &n))
-                return usage_error(msg, msg_size, "-n: expected an integer >= 0, got '%s'", v);
+            if (!ml_cli_int(v, 0, ML_CLI_MAX_CONTEXT, &n))
+                return usage_error(msg, msg_size, "-n: expected a token count in 0..%ld, got '%s'",
+                                   ML_CLI_MAX_CONTEXT, v);
             o->steps = n;
         } else if (!strcmp(a, "--temp") || !strcmp(a, "-T")) {
             if (!ml_cli_float(v, 0.0, 1e6, &f))
@@ -130,8 +131,9 @@ int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t m
                                    ML_CLI_MAX_BATCH, v);
             o->batch = n;
         } else { /* -c */
-            if (!ml_cli_int(v, 1, 1L << 30, &n))
-                return usage_error(msg, msg_size, "-c: expected a context length >= 1, got '%s'", v);
+            if (!ml_cli_int(v, 1, ML_CLI_MAX_CONTEXT, &n))
+                return usage_error(msg, msg_size, "-c: expected a context length in 1..%ld, got '%s'",
+                                   ML_CLI_MAX_CONTEXT, v);
             o->context = n;
         }
     }

@@ -35,6 +35,8 @@ typedef struct {
  * (the loader's largest context; the model caps it at its own). */
 #define ML_RUN_DEFAULT_BATCH 128
 #define ML_CLI_MAX_BATCH (1L << 20)
+/* The largest -c and -n: the loader's largest context (max_seq). */
+#define ML_CLI_MAX_CONTEXT (1L << 20)
 
 /* Parse ml_run's argv into o. Returns ML_CLI_RUN; ML_EXIT_OK for -h/--help
  * (the caller prints usage); or ML_EXIT_USAGE with the reason in msg (the

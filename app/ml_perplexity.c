@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "app/exit_codes.h"
 #include "app/perplexity.h"
 #include "config/ml_config.h"
+#include "core/outfile.h"
 #include "core/path.h"
 #include "model/model.h"
 #include "model/sampler.h"
@@ -54,9 +56,13 @@ static void usage(FILE *f) {
 
 /* ---- options --------------------------------------------------------------- */
 
-static int usage_error(const char *fmt, const char *a) {
+static int usage_error(const char *fmt, ...) ML_PRINTF(1, 2);
+static int usage_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "ml_perplexity: ");
-    fprintf(stderr, fmt, a);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
     fprintf(stderr, "\n\n");
     usage(stderr);
     return ML_EXIT_USAGE;
@@ -86,10 +92,10 @@ static int parse_args(int argc, char **argv, options *o) {
         else if (!strcmp(a, "-z")) o->tokenizer = v;
         else if (!strcmp(a, "-f")) o->text = v;
         else if (!strcmp(a, "--kl-base")) o->kl_path = v;
-        else if (!strcmp(a, "-c") && !ml_cli_int(v, 4, 1L << 30, &o->ctx))
-            return usage_error("-c: expected a chunk size >= 4, got '%s'", v);
-        else if (!strcmp(a, "-b") && !ml_cli_int(v, 1, 1L << 30, &o->batch))
-            return usage_error("-b: expected a batch size >= 1, got '%s'", v);
+        else if (!strcmp(a, "-c") && !ml_cli_int(v, 4, ML_CLI_MAX_CONTEXT, &o->ctx))
+            return usage_error("-c: expected a chunk size in 4..%ld, got '%s'", ML_CLI_MAX_CONTEXT, v);
+        else if (!strcmp(a, "-b") && !ml_cli_int(v, 1, ML_CLI_MAX_CONTEXT, &o->batch))
+            return usage_error("-b: expected a batch size in 1..%ld, got '%s'", ML_CLI_MAX_CONTEXT, v);
         else if (!strcmp(a, "-t") && !ml_cli_int(v, 1, 256, &o->threads))
             return usage_error("-t: expected a thread count in 1..256, got '%s'", v);
     }
@@ -144,7 +150,8 @@ typedef struct {
     ml_ppl_layout l;
     int chunk;           /* the chunk being scored */
     kl_mode mode;
-    FILE *kl;
+    FILE *kl;            /* KL_SAVE: out.f */
+    ml_outfile out;      /* KL_SAVE: the file being written (core/outfile.h) */
     const char *kl_name; /* for messages: the file as the user named it */
     float *base;         /* (vocab) a record of the base, KL_COMPARE */
     ml_mean_acc nll, base_nll, kl_div;
@@ -196,10 +203,11 @@ static int fail(const char *what, ml_status s, const ml_err *err) {
     return ML_EXIT_FAIL;
 }
 
-/* Open the KL base: a .tmp beside the target to write (renamed on success),
- * or the existing file to read, with our own stdio buffer (no allocation
- * inside the scoring loop). Prints why not. */
-static int open_kl(scorer *s, const options *o, char *tmp_path, void *iobuf, const ml_kl_header *h) {
+/* Open the KL base: a temporary beside the target to write (renamed over it
+ * on success; never one of the run's inputs), or the existing file to read,
+ * with our own stdio buffer (no allocation inside the scoring loop). Prints
+ * why not. */
+static int open_kl(scorer *s, const options *o, void *iobuf, const ml_kl_header *h) {
     ml_err err = {{0}};
     ml_status st;
     struct stat sb;
@@ -207,14 +215,18 @@ static int open_kl(scorer *s, const options *o, char *tmp_path, void *iobuf, con
     s->mode = o->kl_save || !exists ? KL_SAVE : KL_COMPARE;
     s->kl_name = o->kl_path;
     if (s->mode == KL_COMPARE && !S_ISREG(sb.st_mode)) {
-        fprintf(stderr, "ml_perplexity: --kl-base '%s' is not a regular file\n", o->kl_path);
+        fprintf(stderr, "ml_perplexity: --kl-base '%s' is not a regular file (--kl-save writes to a device or pipe)\n",
+                o->kl_path);
         return 0;
     }
-    const char *path = s->mode == KL_SAVE ? tmp_path : o->kl_path;
-    s->kl = ml_fopen(path, s->mode == KL_SAVE ? "wb" : "rb");
-    if (!s->kl) {
-        fprintf(stderr, "ml_perplexity: cannot %s '%s': %s\n", s->mode == KL_SAVE ? "write" : "read", path,
-                strerror(errno));
+    if (s->mode == KL_SAVE) {
+        if ((st = ml_outfile_open(&s->out, "--kl-base", o->kl_path, &err))) {
+            fprintf(stderr, "ml_perplexity: %s\n", err.msg);
+            return 0;
+        }
+        s->kl = s->out.f;
+    } else if (!(s->kl = ml_fopen(o->kl_path, "rb"))) {
+        fprintf(stderr, "ml_perplexity: cannot read '%s': %s\n", o->kl_path, strerror(errno));
         return 0;
     }
     setvbuf(s->kl, iobuf, _IOFBF, KL_IO_BUFFER);
@@ -225,7 +237,7 @@ static int open_kl(scorer *s, const options *o, char *tmp_path, void *iobuf, con
         return 0;
     }
     printf("KL base: %s '%s'%s\n", s->mode == KL_SAVE ? "saving this model's logits to" : "comparing with",
-           o->kl_path, s->mode == KL_SAVE ? (exists ? " (--kl-save: replacing it)" : " (it did not exist)") : "");
+           o->kl_path, s->mode == KL_SAVE ? (s->out.replaces ? " (--kl-save: replacing it)" : exists ? "" : " (it did not exist)") : "");
     return 1;
 }
 
@@ -247,6 +259,11 @@ int ml_main(int argc, char **argv) {
     ml_model m;
     ml_tokenizer tok;
     ml_status st;
+    const ml_named_path inputs[] = {{"the model -m", o.model}, {"the tokenizer -z", o.tokenizer}, {"the text -f", o.text}};
+    if (o.kl_path && ml_outfile_check("--kl-base", o.kl_path, inputs, 3, &err)) {
+        fprintf(stderr, "ml_perplexity: %s\n", err.msg);
+        return ML_EXIT_USAGE;
+    }
     /* Every position's logits, -b at a time (a batch above the context is capped at it). */
     ml_open_opts oo = {.use_mmap = 1, .max_seq = (int)(o.ctx ? o.ctx : DEFAULT_CTX), .n_threads = (int)o.threads,
                        .batch = o.batch ? (int)o.batch : INT_MAX, .all_logits = 1};
@@ -255,7 +272,7 @@ int ml_main(int argc, char **argv) {
         ml_model_close(&m);
         return fail("loading the tokenizer", st, &err);
     }
-    char *text = NULL, *tmp_path = NULL;
+    char *text = NULL;
     int *tokens = NULL;
     void *iobuf = NULL;
     scorer s = {.m = &m};
@@ -288,15 +305,13 @@ int ml_main(int argc, char **argv) {
     if (o.kl_path) {
         ml_kl_header h = {(uint32_t)m.cfg.vocab, (uint32_t)s.l.ctx, (uint32_t)s.l.n_chunks, (uint32_t)s.l.n_scored,
                           ml_tokens_hash(tokens, (long)s.l.n_chunks * s.l.ctx)};
-        tmp_path = malloc(strlen(o.kl_path) + 5);
         iobuf = malloc(KL_IO_BUFFER);
         s.base = malloc((size_t)m.cfg.vocab * sizeof *s.base);
-        if (!tmp_path || !iobuf || !s.base) {
+        if (!iobuf || !s.base) {
             fprintf(stderr, "ml_perplexity: out of memory for the KL base buffers\n");
             goto done;
         }
-        sprintf(tmp_path, "%s.tmp", o.kl_path);
-        if (!open_kl(&s, &o, tmp_path, iobuf, &h)) goto done;
+        if (!open_kl(&s, &o, iobuf, &h)) goto done;
     }
 
     const ml_ppl_layout *l = &s.l;
@@ -321,11 +336,9 @@ int ml_main(int argc, char **argv) {
            ppl_of(&s.nll) * ml_mean_stderr(&s.nll), s.scored, l->n_chunks, l->ctx);
     if (s.mode == KL_COMPARE) print_kl(&s);
     if (s.mode == KL_SAVE) {
-        FILE *f = s.kl;
         s.kl = NULL;
-        if (ferror(f) | fclose(f) || rename(tmp_path, o.kl_path)) {
-            fprintf(stderr, "ml_perplexity: writing '%s' failed: %s\n", o.kl_path, strerror(errno));
-            ml_remove(tmp_path);
+        if ((st = ml_outfile_commit(&s.out, &err))) {
+            fprintf(stderr, "ml_perplexity: --kl-base: %s\n", err.msg);
             goto done;
         }
         printf("KL base: saved %ld positions x %d logits to '%s'\n", s.scored, m.cfg.vocab, o.kl_path);
@@ -334,13 +347,10 @@ int ml_main(int argc, char **argv) {
             (long)l->n_chunks * (l->ctx - 1), dt);
     rc = fflush(stdout) || ferror(stdout) ? ML_EXIT_FAIL : ML_EXIT_OK;
 done:
-    if (s.kl) {
-        fclose(s.kl);
-        if (s.mode == KL_SAVE) ml_remove(tmp_path);
-    }
+    if (s.mode == KL_SAVE) ml_outfile_abort(&s.out); /* the target keeps its content */
+    else if (s.kl) fclose(s.kl);
     free(s.base);
     free(iobuf);
-    free(tmp_path);
     free(tokens);
     free(text);
     ml_tokenizer_free(&tok);

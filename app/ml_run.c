@@ -1,16 +1,14 @@
 /* ml_run: load a .mlb model and a llama2.c tokenizer, generate text.
  * The only layer (with the other app/ programs) that prints and exits. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "app/cli.h"
 #include "app/exit_codes.h"
 #include "config/ml_config.h"
-#include "core/path.h"
+#include "core/outfile.h"
 #include "model/generate.h"
 #include "model/model.h"
 #include "model/sampler.h"
@@ -104,48 +102,57 @@ static void on_logits(void *ud, int pos, const float *logits, int vocab) {
     if (r->logits) fwrite(logits, sizeof *logits, (size_t)vocab, r->logits);
 }
 
-/* --logits and --ids files are complete or absent: a run that fails after
- * creating them deletes them (a write error, a generation error, or the
- * other file not opening). Devices and pipes (/dev/stdout, a FIFO) are
- * written through and never deleted. */
+/* --logits and --ids (core/outfile.h): each is written to a temporary and
+ * renamed over its target only when the run succeeds, so a failed run
+ * leaves a previous file as it was; devices and pipes (/dev/stdout, a FIFO)
+ * are written through. Neither may be one of the run's inputs. */
 typedef struct {
-    const char *path;
-    FILE *f;
-    int regular; /* a regular file: deleted on failure */
+    const char *what; /* "--logits" */
+    ml_outfile o;
 } out_file;
 
-static int open_out(out_file *o, const char *path) {
-    *o = (out_file){.path = path};
-    if (!path) return 1;
-    o->f = ml_fopen(path, "wb");
-    if (!o->f) {
-        fprintf(stderr, "ml_run: cannot write '%s': %s\n", path, strerror(errno));
-        return 0;
+/* Refuse an output that is an input, or both outputs in one file (exit
+ * code 2); open them (1). Before any work: prints why not. Returns
+ * ML_CLI_RUN or the exit code. */
+static int open_outputs(out_file *outs, const ml_run_opts *o) {
+    const ml_named_path inputs[] = {{"the model -m", o->model}, {"the tokenizer -z", o->tokenizer}};
+    const char *paths[2] = {o->logits_path, o->ids_path};
+    ml_err err = {{0}};
+    if (paths[0] && paths[1] && !strcmp(paths[0], paths[1]) && strncmp(paths[0], "/dev/", 5)) {
+        fprintf(stderr, "ml_run: --logits and --ids both name '%s'; give them two files\n", paths[0]);
+        return ML_EXIT_USAGE;
     }
-    struct stat st;
-    o->regular = fstat(fileno(o->f), &st) == 0 && S_ISREG(st.st_mode);
-    return 1;
+    for (int i = 0; i < 2; i++) {
+        if (paths[i] && ml_outfile_check(outs[i].what, paths[i], inputs, 2, &err)) {
+            fprintf(stderr, "ml_run: %s\n", err.msg);
+            return ML_EXIT_USAGE;
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        if (paths[i] && ml_outfile_open(&outs[i].o, outs[i].what, paths[i], &err)) {
+            fprintf(stderr, "ml_run: %s\n", err.msg);
+            return ML_EXIT_FAIL;
+        }
+    }
+    return ML_CLI_RUN;
 }
 
-/* Close every output; a write error fails the run. On failure delete the
- * regular files. Returns rc, or ML_EXIT_FAIL after a write error. */
-static int finish_outputs(out_file *o, int n, int rc) {
-    for (int i = 0; i < n; i++) {
-        if (!o[i].f) continue;
-        int bad = ferror(o[i].f);
-        if (fclose(o[i].f)) bad = 1;
-        o[i].f = NULL;
-        if (bad && rc == ML_EXIT_OK) {
-            fprintf(stderr, "ml_run: writing '%s' failed (disk full?)\n", o[i].path);
+/* rc OK: commit every output (a write error fails the run; one line says
+ * which file a commit replaced). Otherwise, or after a failed commit, drop
+ * the temporaries. Returns rc, or ML_EXIT_FAIL after a write error. */
+static int finish_outputs(out_file *outs, int n, int rc) {
+    ml_err err = {{0}};
+    for (int i = 0; i < n && rc == ML_EXIT_OK; i++) {
+        if (!outs[i].o.f) continue;
+        int replaces = outs[i].o.replaces;
+        if (ml_outfile_commit(&outs[i].o, &err)) {
+            fprintf(stderr, "ml_run: %s: %s\n", outs[i].what, err.msg);
             rc = ML_EXIT_FAIL;
+        } else if (replaces) {
+            fprintf(stderr, "ml_run: %s: replaced '%s'\n", outs[i].what, outs[i].o.path);
         }
     }
-    for (int i = 0; i < n; i++) {
-        if (rc != ML_EXIT_OK && o[i].regular) {
-            ml_remove(o[i].path);
-            o[i].regular = 0;
-        }
-    }
+    for (int i = 0; i < n; i++) ml_outfile_abort(&outs[i].o);
     return rc;
 }
 
@@ -156,6 +163,9 @@ int ml_main(int argc, char **argv) {
     int rc = parse_args(argc, argv, &o);
     if (rc != ML_CLI_RUN) return rc;
 
+    out_file outs[2] = {{.what = "--logits"}, {.what = "--ids"}};
+    if ((rc = open_outputs(outs, &o)) != ML_CLI_RUN) return finish_outputs(outs, 2, rc);
+
     ml_err err = {{0}};
     ml_model m;
     ml_tokenizer tok;
@@ -164,11 +174,12 @@ int ml_main(int argc, char **argv) {
     /* --logits wants every prompt position's logits, not only the last. */
     ml_open_opts oo = {.use_mmap = o.use_mmap, .max_seq = (int)o.context, .n_threads = (int)o.threads,
                        .batch = (int)o.batch, .all_logits = o.logits_path != NULL};
-    if ((s = ml_model_open(&m, o.model, &oo, &err))) return fail("loading the model", s, &err);
+    if ((s = ml_model_open(&m, o.model, &oo, &err)))
+        return finish_outputs(outs, 2, fail("loading the model", s, &err));
     const ml_config *c = &m.cfg;
     if ((s = ml_tokenizer_load(&tok, o.tokenizer, c->vocab, &err))) {
         ml_model_close(&m);
-        return fail("loading the tokenizer", s, &err);
+        return finish_outputs(outs, 2, fail("loading the tokenizer", s, &err));
     }
     double t_load = ml_cli_now() - t0;
     fprintf(stderr,
@@ -183,7 +194,6 @@ int ml_main(int argc, char **argv) {
     int steps = o.steps < 0 ? (DEFAULT_STEPS < c->max_seq ? DEFAULT_STEPS : c->max_seq)
                 : o.steps == 0 ? c->max_seq : (int)o.steps;
     int *prompt = NULL;
-    out_file outs[2] = {{0}, {0}}; /* --logits, --ids */
     rc = ML_EXIT_FAIL;
     if (o.steps > c->max_seq) {
         fprintf(stderr, "ml_run: -n %ld exceeds the context of %d tokens (use -n 0 for all of it)\n",
@@ -208,9 +218,7 @@ int ml_main(int argc, char **argv) {
         rc = ML_EXIT_USAGE;
         goto done;
     }
-    if (!open_out(&outs[0], o.logits_path) || !open_out(&outs[1], o.ids_path)) goto done;
-
-    run_ctx r = {.tok = &tok, .logits = outs[0].f, .ids = outs[1].f};
+    run_ctx r = {.tok = &tok, .logits = outs[0].o.f, .ids = outs[1].o.f};
     /* on_token sees every token after the first, forced or sampled; the
      * prompt's own pieces are echoed as they are fed, like llama2.c. */
     if (r.ids) fprintf(r.ids, "%d\n", prompt[0]);

@@ -58,8 +58,8 @@ expect "stray argument" 2 "unexpected argument 'extra'" "${OK[@]}" extra
 for o in -m -z -i -n --temp --top-p -s -t -c -b --logits --ids; do
     expect "option $o without a value" 2 "option $o needs a value" "${OK[@]}" "$o"
 done
-for v in -1 abc "" 1.5 0x10 " -3" 99999999999999999999; do
-    expect "-n '$v'" 2 "-n: expected an integer >= 0, got '$v'" "${OK[@]}" -n "$v"
+for v in -1 abc "" 1.5 0x10 " -3" 1048577 99999999999999999999; do
+    expect "-n '$v'" 2 "-n: expected a token count in 0..1048576, got '$v'" "${OK[@]}" -n "$v"
 done
 for v in 0 10000 -1 257 two ""; do
     expect "-t '$v'" 2 "-t: expected a thread count in 1..256, got '$v'" "${OK[@]}" -t "$v"
@@ -73,8 +73,8 @@ done
 for v in -1 " -1" abc 1.5 "" 18446744073709551616; do
     expect "-s '$v'" 2 "-s: expected an integer >= 0, got '$v'" "${OK[@]}" -s "$v"
 done
-for v in 0 -5 abc ""; do
-    expect "-c '$v'" 2 "-c: expected a context length >= 1, got '$v'" "${OK[@]}" -c "$v"
+for v in 0 -5 abc "" 1048577; do
+    expect "-c '$v'" 2 "-c: expected a context length in 1..1048576, got '$v'" "${OK[@]}" -c "$v"
 done
 for v in 0 -1 abc 1.5 "" 1048577 99999999999999999999; do
     expect "-b '$v'" 2 "-b: expected a prompt batch size in 1..1048576, got '$v'" "${OK[@]}" -b "$v"

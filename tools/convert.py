@@ -12,8 +12,12 @@ INPUT is one of
     default OUTPUT with .mlb replaced by .tokenizer.bin).
 Matrices are quantized to Q8_0 (default) or Q4_0; norms stay F32. GGUF
 Q8_0/Q4_0 tensors of the output's type are copied block for block. Errors go
-to stderr as "convert: error: ..." with exit code 1, and leave no output.
-numpy only, plus gguf for GGUF input.
+to stderr as "convert: error: ..." with exit code 1, and leave every file
+as it was: outputs are written to temporaries and renamed into place only
+when both are complete (tools/outfile.py), an output that is the input is
+refused, and the header is checked against the loader's rules (mlb.py
+check_shape), so a model written here loads. numpy only, plus gguf for GGUF
+input.
 """
 import argparse
 import glob
@@ -27,6 +31,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gguf_in  # noqa: E402  (tools/gguf_in.py: GGUF input; imports the gguf package lazily)
 import mlb  # noqa: E402  (tools/mlb.py, shared with gen_random.py)
+import outfile  # noqa: E402  (tools/outfile.py: outputs never destroy a user's file)
 
 LAYER_KINDS = ("attn_norm", "wq", "wk", "wv", "wo", "ffn_norm", "w1", "w2", "w3")
 AK42_MAGIC = 0x616B3432  # "ak42" little-endian, llama2.c export.py versioned files
@@ -293,6 +298,8 @@ def hf_config(folder):
                    tie=bool(c.get("tie_word_embeddings", False)))
     except KeyError as e:
         raise ConvertError(f"{path}: missing field {e}")
+    except (TypeError, ValueError, OverflowError, ZeroDivisionError) as e:
+        raise ConvertError(f"{path}: a field is not a number of the expected kind ({e})")
     if head_dim * n_heads != dim:
         unsupported.append(f"head_dim {head_dim} * num_attention_heads {n_heads} != "
                            f"hidden_size {dim}")
@@ -355,8 +362,19 @@ class HFSource:
 
 
 # ======================================================== checks, padding
-def check_config(c, where):
-    """Shape rules of the runtime, checked before any data is read."""
+def check_config(c, where, wtype=mlb.TYPE_Q8_0):
+    """The loader's header rules (mlb.check_shape, with hidden_dim as it will
+    be padded), checked before any data is read: a model written here loads."""
+    h = dict(c, hidden_dim=padded_hidden(c["hidden_dim"]) if isinstance(c["hidden_dim"], int)
+             else c["hidden_dim"], wtype=wtype)
+    try:
+        for k, lo, hi in mlb.LIMITS:  # the ranges first: the rules below divide
+            if k in ("dim", "n_heads", "n_kv_heads"):
+                v, hi = h[k], h[hi] if isinstance(hi, str) else hi
+                if not isinstance(v, int) or not lo <= v <= hi:
+                    raise mlb.MlbError(f"header field {k}: expected {lo}..{hi}, got {v}")
+    except mlb.MlbError as e:
+        raise ConvertError(f"{where}: {e}")
     dim, n_heads, n_kv = c["dim"], c["n_heads"], c["n_kv_heads"]
     problem = None
     if dim % mlb.QK:
@@ -370,6 +388,10 @@ def check_config(c, where):
         problem = f"n_heads {n_heads} is not a multiple of n_kv_heads {n_kv}"
     if problem:
         raise ConvertError(f"{where}: {problem}")
+    try:
+        mlb.check_shape(h)
+    except mlb.MlbError as e:
+        raise ConvertError(f"{where}: {e} (the runtime's loader would refuse the model)")
 
 
 def padded_hidden(hidden):
@@ -467,26 +489,30 @@ def tokenizer_path(out):
     return stem + ".tokenizer.bin"
 
 
-def write_atomic(path, data):
-    tmp = path + ".tmp"
+def same_path(a, b):
+    """a and b are one file: the same existing file, or the same new name."""
     try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
 
 
 def convert(inp, out, wtype_name, tok_out=None):
+    named_tok = tok_out is not None
+    # Before any work: no output is the input (by device and inode).
+    inputs = [("the input", inp)]
+    outfile.check_not_input("the output", out, inputs)
+    if named_tok:
+        outfile.check_not_input("--tokenizer", tok_out, inputs)
     src = open_source(inp)
     tokenizer = getattr(src, "tokenizer", None)
-    if tok_out and tokenizer is None:
+    if named_tok and tokenizer is None:
         raise ConvertError(f"--tokenizer: {inp} has no tokenizer to write (only GGUF files do)")
     tok_out = tok_out or tokenizer_path(out)
-    if tokenizer is not None and os.path.abspath(tok_out) == os.path.abspath(out):
-        raise ConvertError(f"the tokenizer and the model would both be written to {out}")
+    if tokenizer is not None:
+        if same_path(tok_out, out):
+            raise ConvertError(f"the tokenizer and the model would both be written to {out}")
+        outfile.check_not_input("the tokenizer", tok_out, inputs)
     if wtype_name is None:
         wtype_name = getattr(src, "native_wtype", None) or "q8_0"
         if wtype_name != "q8_0":
@@ -500,14 +526,28 @@ def convert(inp, out, wtype_name, tok_out=None):
         print(f"convert: note: hidden_dim {c['hidden_dim']} is not a multiple of {mlb.QK}; "
               f"zero-padding to {h['hidden_dim']} (w1/w3 gain zero rows, w2 zero columns; "
               "exact since silu(0)*0 = 0)")
+    check_config(c, inp, h["wtype"])
     stats = ErrorStats(h["wtype"], c["hidden_dim"], h["hidden_dim"])
-    size = mlb.write_mlb(out, h, tensor_stream(src, h), on_tensor=stats)
-    if tokenizer is not None:
-        try:
-            write_atomic(tok_out, tokenizer)
-        except BaseException:
-            os.remove(out)  # both files or neither
-            raise
+    # Both files complete in temporaries, then both renamed: each target
+    # holds its old content or the new one, never a part.
+    staged = []
+    try:
+        if tokenizer is not None:
+            staged.append(outfile.AtomicFile(tok_out, "the tokenizer"))
+            staged[-1].f.write(tokenizer)
+        staged.append(outfile.AtomicFile(out, "the output"))
+        size = mlb.write_mlb(out, h, tensor_stream(src, h), on_tensor=stats, out=staged[-1])
+        for s in reversed(staged):
+            s.commit()
+    except BaseException:
+        for s in staged:
+            s.abort()
+        raise
+    for s in reversed(staged):
+        if s.replaces:
+            what = "tokenizer (written beside the model; --tokenizer puts it elsewhere)" \
+                if s.what == "the tokenizer" and not named_tok else s.what[4:]
+            print(f"convert: note: replaced the existing {what} {s.path}")
 
     print(f"{inp} ({src.what}) -> {out}")
     base = getattr(src, "error_base", "fp32 source")
@@ -539,6 +579,9 @@ def main(argv=None):
         convert(args.input, args.output, args.wtype, args.tokenizer)
     except (ConvertError, gguf_in.GGUFError, mlb.MlbError, OSError) as e:
         print(f"convert: error: {e}", file=sys.stderr)
+        return 1
+    except MemoryError:
+        print(f"convert: error: out of memory converting {args.input}", file=sys.stderr)
         return 1
     return 0
 

@@ -23,6 +23,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mlb  # noqa: E402
+import outfile  # noqa: E402  (tools/outfile.py)
 
 
 # ======================================================== random numbers
@@ -99,18 +100,11 @@ def write_legacy(path, h, w):
     parts += [w["final_norm"], np.cos(ang), np.sin(ang)]
     if not h["shared_classifier"]:
         parts.append(w["wcls"])
-    tmp = path + ".tmp"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(struct.pack("<7i", dim, h["hidden_dim"], L, h["n_heads"],
-                                h["n_kv_heads"], vocab, h["max_seq"]))
-            for p in parts:
-                f.write(np.ascontiguousarray(p, dtype="<f4").tobytes())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    with outfile.atomic(path) as f:  # a temporary beside path, renamed when complete
+        f.write(struct.pack("<7i", dim, h["hidden_dim"], L, h["n_heads"],
+                            h["n_kv_heads"], vocab, h["max_seq"]))
+        for p in parts:
+            f.write(np.ascontiguousarray(p, dtype="<f4").tobytes())
 
 
 # ======================================================== tokenizer
@@ -152,8 +146,7 @@ def tokenizer_pieces(vocab):
 
 
 def write_tokenizer(path, vocab):
-    with open(path, "wb") as f:
-        f.write(mlb.tokenizer_bytes(tokenizer_pieces(vocab)))
+    outfile.write_bytes(path, mlb.tokenizer_bytes(tokenizer_pieces(vocab)), "the tokenizer")
 
 
 # ======================================================== main

@@ -143,6 +143,13 @@ class GGUFSource:
         for k, v in cfg.items():
             if v <= 0:
                 raise GGUFError(f"{self.path}: {k} is {v}, expected > 0")
+        # The loader's ranges (mlb.LIMITS) before anything is derived from
+        # them (n_layers: against the tensors first, in _check_tensors).
+        keys = dict(ints, n_kv_heads="attention.head_count_kv")
+        for k, lo, hi in mlb.LIMITS:
+            hi = cfg[hi] if isinstance(hi, str) else hi
+            if k in cfg and k != "n_layers" and not lo <= cfg[k] <= hi:
+                raise GGUFError(f"{self.path}: {a}{keys[k]} = {cfg[k]}: the runtime's {k} is {lo}..{hi}")
         cfg.update(rope_theta=self._float(a + "rope.freq_base", 10000.0),
                    norm_eps=self._float(a + "attention.layer_norm_rms_epsilon"))
         head_dim = cfg["dim"] // cfg["n_heads"]
@@ -173,6 +180,14 @@ class GGUFSource:
         """{plan name: ReaderTensor}; presence, shape and type of every one,
         and no tensor left over (biases, rope_freqs, ...)."""
         by_name = {t.name: t for t in self.reader.tensors}
+        # Data at an offset off the file's alignment would be read shifted
+        # (the package does not check): name it, not its garbage values.
+        align = int(getattr(self.reader, "alignment", 32))
+        for t in self.reader.tensors:
+            off = int(t.field.parts[-1][0])
+            if off % align:
+                raise GGUFError(f"{self.path}: tensor {t.name}: data offset {off} is not a multiple "
+                                f"of the file's alignment {align} (general.alignment; default 32)")
         if self.cfg["n_layers"] > len(by_name):  # before planning 9 tensors per layer
             raise GGUFError(f"{self.path}: llama.block_count = {self.cfg['n_layers']}, but the "
                             f"file has only {len(by_name)} tensors")
@@ -212,7 +227,10 @@ class GGUFSource:
         t = self.tensors[name]
         wtype = LOSSLESS.get(t.tensor_type.name)
         if wtype is not None and wtype == self.keep_wtype:
-            return self._blocks(t, wtype)
+            try:
+                return self._blocks(t, wtype)
+            except GGUFError as e:
+                raise GGUFError(f"{self.path}: {e}")
         x = self.gguf.dequantize(t.data, t.tensor_type)
         return np.asarray(x, dtype=np.float32).reshape(tuple(reversed(t.shape.tolist())))
 
@@ -225,7 +243,14 @@ class GGUFSource:
         b = np.asarray(t.data, dtype=np.uint8).reshape(rows, cols // mlb.QK, 2 + qbytes)
         d = np.ascontiguousarray(b[:, :, :2]).view("<f2").reshape(rows, -1).astype(np.float32)
         q = np.ascontiguousarray(b[:, :, 2:]).reshape(rows, -1)
-        return mlb.Quantized(wtype, q.view(np.int8) if wtype == mlb.TYPE_Q8_0 else q, d)
+        if wtype == mlb.TYPE_Q8_0:
+            q = q.view(np.int8)
+            bad = np.flatnonzero(q == -128)
+            if bad.size:  # the loader refuses it (model/loader.c check_q8_range)
+                r, col = divmod(int(bad[0]), cols)
+                raise GGUFError(f"tensor {t.name}: row {r} block {col // mlb.QK}: Q8_0 quant -128; the "
+                                f"runtime's Q8_0 quants are -127..127 (symmetric)")
+        return mlb.Quantized(wtype, q, d)
 
     # ---------------------------------------------------------- tokenizer
     def _tokenizer(self):

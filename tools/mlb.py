@@ -6,10 +6,12 @@ them, and tests/test_mlb_layout.py checks that layout() and write_mlb() put
 every array where the C table does. Used by tools/convert.py and tools/gen_random.py.
 numpy only. All quantization arithmetic is float32, like the C kernels.
 """
-import os
+import math
 import struct
 
 import numpy as np
+
+import outfile  # tools/outfile.py: temporary beside the target, renamed when complete
 
 # ---------------------------------------------------------------- constants
 # core/quant.h and model/mlb.h
@@ -56,23 +58,54 @@ def unpack_header(buf):
     return dict(zip(HEADER_FIELDS, vals[2:]))
 
 
+# The loader's header rules (model/loader.c parse_header), field by field:
+# (field, lowest, highest); a bound naming another field is that field's
+# value. tests/test_mlb_limits.py checks, against the built loader, that a
+# header passes check_shape() exactly when the loader accepts it.
+MAX_DIM, MAX_LAYERS, MAX_VOCAB, MAX_SEQ = 1 << 16, 1024, 1 << 22, 1 << 20
+LIMITS = (("dim", 1, MAX_DIM), ("n_layers", 1, MAX_LAYERS), ("n_heads", 1, "dim"),
+          ("n_kv_heads", 1, "n_heads"), ("hidden_dim", 1, 4 * MAX_DIM),
+          ("vocab", 1, MAX_VOCAB), ("max_seq", 1, MAX_SEQ))
+
+
+def _f32(v):
+    """v as the header's float32 stores it (inf when it overflows)."""
+    try:
+        return struct.unpack("<f", struct.pack("<f", v))[0]
+    except OverflowError:
+        return math.copysign(math.inf, v)
+    except (struct.error, TypeError):
+        return math.nan
+
+
 def check_shape(h):
-    """The constraints the runtime's loader enforces (DESIGN §6)."""
-    for k in ("dim", "n_layers", "n_heads", "n_kv_heads", "hidden_dim", "vocab", "max_seq"):
-        if h[k] <= 0:
-            raise MlbError(f"{k} must be positive, got {h[k]}")
+    """Exactly the loader's header rules (model/loader.c), in its order, with
+    its words: a header passing here loads (DESIGN §6). Any Python value is
+    refused with an MlbError, never a traceback."""
+    for k, lo, hi in LIMITS:
+        v, hi = h[k], h[hi] if isinstance(hi, str) else hi
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
+            raise MlbError(f"header field {k}: expected {lo}..{hi}, got {v}")
     if h["dim"] % QK:
-        raise MlbError(f"dim {h['dim']} is not a multiple of {QK} (the quantization block)")
+        raise MlbError(f"dim: expected a multiple of {QK} (the quantization block), got {h['dim']}")
     if h["hidden_dim"] % QK:
-        raise MlbError(f"hidden_dim {h['hidden_dim']} is not a multiple of {QK}")
+        raise MlbError(f"hidden_dim: expected a multiple of {QK}, got {h['hidden_dim']}")
     if h["dim"] % h["n_heads"]:
-        raise MlbError(f"dim {h['dim']} is not a multiple of n_heads {h['n_heads']}")
+        raise MlbError(f"n_heads: expected a divisor of dim {h['dim']}, got {h['n_heads']}")
     if (h["dim"] // h["n_heads"]) % 2:
-        raise MlbError(f"head_dim {h['dim'] // h['n_heads']} is odd; RoPE rotates pairs")
+        raise MlbError(f"head_dim (dim/n_heads): expected even (RoPE rotates pairs), got "
+                       f"{h['dim'] // h['n_heads']}")
     if h["n_heads"] % h["n_kv_heads"]:
-        raise MlbError(f"n_heads {h['n_heads']} is not a multiple of n_kv_heads {h['n_kv_heads']}")
+        raise MlbError(f"n_kv_heads: expected a divisor of n_heads {h['n_heads']}, got {h['n_kv_heads']}")
     if h["wtype"] not in WTYPE_NAMES:
-        raise MlbError(f"wtype {h['wtype']} is neither Q8_0 ({TYPE_Q8_0}) nor Q4_0 ({TYPE_Q4_0})")
+        raise MlbError(f"wtype: expected {TYPE_Q8_0} (Q8_0) or {TYPE_Q4_0} (Q4_0), got {h['wtype']}")
+    if h["shared_classifier"] not in (0, 1):
+        raise MlbError(f"shared_classifier: expected 0 or 1, got {h['shared_classifier']}")
+    theta, eps = _f32(h["rope_theta"]), _f32(h["norm_eps"])
+    if not (math.isfinite(theta) and theta > 1.0):
+        raise MlbError(f"rope_theta: expected a finite value > 1 (as float32), got {h['rope_theta']}")
+    if not (math.isfinite(eps) and 0.0 <= eps <= 1.0):
+        raise MlbError(f"norm_eps: expected a finite value in [0, 1] (as float32), got {h['norm_eps']}")
 
 
 # ---------------------------------------------------------------- layout
@@ -200,56 +233,78 @@ def dequantize(wtype, q, d):
 
 
 # ---------------------------------------------------------------- writer
-def write_mlb(path, h, tensors, on_tensor=None):
-    """Write a .mlb file atomically: to path + '.tmp', then os.replace.
+def write_mlb(path, h, tensors, on_tensor=None, out=None):
+    """Write a .mlb file atomically (tools/outfile.py): to a fresh temporary
+    beside path, renamed over it when complete.
 
     h: header dict (HEADER_FIELDS). tensors: iterable of (name, float32
     array or Quantized of h's wtype) in tensor_plan(h) order. on_tensor(name,
     x, q, d) is called for each matrix after quantization (q, d None for
     norms; x the float values of a Quantized). Returns the size.
-    On any error the .tmp file is removed and nothing is left at path."""
+    out: an outfile.AtomicFile the caller commits (with other files);
+    otherwise this commits. On any error the temporary is removed and path
+    keeps what it held."""
     check_shape(h)
-    arrays, size = layout(h)
-    offsets = {a: off for a, off, _ in arrays}
-    tmp = path + ".tmp"
+    own = out is None
+    if own:
+        out = outfile.AtomicFile(path, "the output")
     try:
-        with open(tmp, "wb") as f:
-            f.write(pack_header(h))
-            it = iter(tensors)
-            for name, shape in tensor_plan(h):
-                got = next(it, None)
-                if got is None:
-                    raise MlbError(f"tensor stream ended before {name}")
-                gname, x = got
-                if gname != name or tuple(x.shape) != shape:
-                    raise MlbError(f"expected {name} {shape}, got {gname} {tuple(x.shape)}")
-                if len(shape) == 1:
-                    _write_at(f, offsets[name], np.asarray(x, dtype="<f4"))
-                    q = d = None
-                else:
-                    if isinstance(x, Quantized):
-                        if x.wtype != h["wtype"]:
-                            raise MlbError(f"{name} is {WTYPE_NAMES[x.wtype]}, the file "
-                                           f"{WTYPE_NAMES[h['wtype']]}")
-                        q, d, x = x.q, x.d, x.values()
-                    else:
-                        q, d = quantize(h["wtype"], x)
-                    _write_at(f, offsets[name + ".q"], q)
-                    _write_at(f, offsets[name + ".d"], d.astype("<f4"))
-                if on_tensor:
-                    on_tensor(name, x, q, d)
-            if next(it, None) is not None:
-                raise MlbError("more tensors than the header describes")
-            if f.tell() != size:
-                raise MlbError(f"wrote {f.tell()} bytes, layout says {size}")
-        os.replace(tmp, path)
+        size = _write_body(out.f, h, tensors, on_tensor)
+        if own:
+            out.commit()
     except BaseException:
         # Also on KeyboardInterrupt: never leave a partial file behind.
-        try:
-            os.remove(tmp)
-        except FileNotFoundError:
-            pass
+        out.abort()
         raise
+    return size
+
+
+class _Counted:
+    """A file's write() that counts: tell() also works on a pipe or device."""
+
+    def __init__(self, f):
+        self.f, self.n = f, 0
+
+    def write(self, b):
+        self.f.write(b)
+        self.n += len(b)
+
+    def tell(self):
+        return self.n
+
+
+def _write_body(f, h, tensors, on_tensor):
+    f = _Counted(f)
+    arrays, size = layout(h)
+    offsets = {a: off for a, off, _ in arrays}
+    f.write(pack_header(h))
+    it = iter(tensors)
+    for name, shape in tensor_plan(h):
+        got = next(it, None)
+        if got is None:
+            raise MlbError(f"tensor stream ended before {name}")
+        gname, x = got
+        if gname != name or tuple(x.shape) != shape:
+            raise MlbError(f"expected {name} {shape}, got {gname} {tuple(x.shape)}")
+        if len(shape) == 1:
+            _write_at(f, offsets[name], np.asarray(x, dtype="<f4"))
+            q = d = None
+        else:
+            if isinstance(x, Quantized):
+                if x.wtype != h["wtype"]:
+                    raise MlbError(f"{name} is {WTYPE_NAMES[x.wtype]}, the file "
+                                   f"{WTYPE_NAMES[h['wtype']]}")
+                q, d, x = x.q, x.d, x.values()
+            else:
+                q, d = quantize(h["wtype"], x)
+            _write_at(f, offsets[name + ".q"], q)
+            _write_at(f, offsets[name + ".d"], d.astype("<f4"))
+        if on_tensor:
+            on_tensor(name, x, q, d)
+    if next(it, None) is not None:
+        raise MlbError("more tensors than the header describes")
+    if f.tell() != size:
+        raise MlbError(f"wrote {f.tell()} bytes, layout says {size}")
     return size
 
 
