@@ -41,6 +41,7 @@ static void usage(FILE *f) {
             "  --ids FILE     write the token ids (prompt, then generated), one per line\n"
             "  --cpu-info     print what this CPU supports and which build to use\n"
             "                 (--cpu-info --json: the same as one line of JSON)\n"
+            "  --version      print the version and the build, and exit\n"
             "build: %s\n",
             DEFAULT_STEPS, ML_THREADS_DEFAULT_MAX, ML_RUN_DEFAULT_BATCH, ML_ISA_NAME);
 }
