@@ -25,6 +25,10 @@ typedef struct {
     long context;                /* -c; 0: not given (the model's context) */
     long batch;                  /* -b in 1..ML_CLI_MAX_BATCH; default ML_RUN_DEFAULT_BATCH */
     int use_mmap;                /* 0 with --no-mmap */
+    long top_k;                  /* --top-k >= 0; 0: off */
+    double min_p;                /* --min-p in [0, 1]; 0: off */
+    double repeat_penalty;       /* --repeat-penalty > 0; 1: off */
+    long repeat_last_n;          /* --repeat-last-n >= -1 (-1: the context); default 64 */
 } ml_run_opts;
 
 #define ML_CLI_RUN (-1) /* ml_run_parse_args: go ahead and run */

@@ -29,6 +29,13 @@ static void usage(FILE *f) {
             "                 context)\n"
             "  --temp T       temperature >= 0 (default 1.0; 0 = greedy)\n"
             "  --top-p P      nucleus sampling in [0, 1] (default 0.9; 0 or 1 = off)\n"
+            "  --top-k N      keep the N most likely tokens (default 0 = off)\n"
+            "  --min-p P      keep tokens with p >= P x the top token's p, P in [0, 1]\n"
+            "                 (default 0 = off)\n"
+            "  --repeat-penalty F  penalize the tokens of the last --repeat-last-n\n"
+            "                 (llama.cpp's rule: positive logits / F, negative x F;\n"
+            "                 F > 0, default 1 = off)\n"
+            "  --repeat-last-n N   the penalty's window (default 64; 0 = off, -1 = context)\n"
             "  -s SEED        random seed (default: from the clock)\n"
             "  -t N           threads (default: the CPUs this process may use, at most %d;\n"
             "                 1 in a THREADS=1 build)\n"
@@ -220,6 +227,11 @@ int ml_main(int argc, char **argv) {
     ml_sampler smp;
     unsigned long long seed = o.seed ? o.seed : (unsigned long long)time(NULL);
     ml_sampler_init(&smp, c->vocab, (float)o.temperature, (float)o.topp, seed, m.s.sampler_scratch);
+    if ((s = ml_sampler_set_filters(&smp, (int)o.top_k, (float)o.min_p, (float)o.repeat_penalty,
+                                    (int)o.repeat_last_n, c->max_seq, &err))) {
+        rc = fail("setting up the sampler", s, &err);
+        goto done;
+    }
 
     int n_pos = 0;
     double t1 = ml_cli_now();
