@@ -83,10 +83,11 @@ static int takes_value(const char *a) {
     return 0;
 }
 
-/* The options added with issue 23 (the sampler's filters), parsed apart.
+/* The options added with issue 23 (the sampler's filters, -f, --stop), parsed apart.
  * extra_opt: 1 if `a` is one of them (each takes a value). */
 static int extra_opt(const char *a) {
-    static const char *const names[] = {"--top-k", "--min-p", "--repeat-penalty", "--repeat-last-n"};
+    static const char *const names[] = {"--top-k", "--min-p", "--repeat-penalty", "--repeat-last-n", "-f",
+                                        "--stop"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(a, names[i])) return 1;
     return 0;
@@ -96,7 +97,16 @@ static int extra_opt(const char *a) {
 static int parse_extra(const char *a, const char *v, ml_run_opts *o, char *msg, size_t msg_size) {
     long n;
     double f;
-    if (!strcmp(a, "--top-k")) {
+    if (!strcmp(a, "-f")) {
+        o->prompt_file = v;
+    } else if (!strcmp(a, "--stop")) {
+        size_t max = sizeof o->stops / sizeof *o->stops;
+        if (!*v || strlen(v) > ML_STOP_MAX_LEN)
+            return usage_error(msg, msg_size, "--stop: expected a string of 1 to %d bytes, got %zu",
+                               ML_STOP_MAX_LEN, strlen(v));
+        if ((size_t)o->n_stops >= max) return usage_error(msg, msg_size, "--stop: at most %zu of them", max);
+        o->stops[o->n_stops++] = v;
+    } else if (!strcmp(a, "--top-k")) {
         if (!ml_cli_int(v, 0, 1L << 30, &n))
             return usage_error(msg, msg_size, "--top-k: expected an integer >= 0 (0 = off), got '%s'", v);
         o->top_k = n;
@@ -178,5 +188,6 @@ int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t m
     }
     if (!o->model) return usage_error(msg, msg_size, "missing -m model.mlb");
     if (!o->tokenizer) return usage_error(msg, msg_size, "missing -z tokenizer.bin");
+    if (o->prompt_file && *o->prompt) return usage_error(msg, msg_size, "-i and -f: give the prompt one way");
     return ML_CLI_RUN;
 }

@@ -46,6 +46,7 @@ ml_status ml_generate(ml_model *m, ml_sampler *smp, const int *prompt, int n_pro
         if (next == ML_TOK_BOS || next == ML_TOK_EOS) break;
         ml_sampler_accept(smp, next);
         if (cb && cb->on_token) cb->on_token(cb->ud, token, next);
+        if (cb && cb->should_stop && cb->should_stop(cb->ud)) break;
         token = next;
         if (++pos >= steps) break;
         if ((s = ml_forward(m, token, pos, err))) return s;
