@@ -34,4 +34,21 @@ for prog in ml_run ml_bench ml_perplexity; do
     if $RUNNER "$BUILD/$prog" --help 2>&1 | grep -q -- '--version'; then ok "$prog: --help lists --version"
     else bad "$prog: --help does not list --version"; fi
 done
+
+# Before the ISA guard: on a CPU the build refuses (exit 3), --version still
+# answers. qemu-x86_64's plainest CPU (qemu64: SSE2 only) refuses every x86
+# build above sse2; other builds and hosts skip, loudly.
+if [ -z "$RUNNER" ] && [ "$(uname -m)" = x86_64 ] && command -v qemu-x86_64 >/dev/null && [ -x "$BUILD/ml_run" ]; then
+    qemu-x86_64 -cpu qemu64 "$BUILD/ml_run" >/dev/null 2>&1; rc=$?
+    if [ "$rc" = 3 ]; then
+        out=$(qemu-x86_64 -cpu qemu64 "$BUILD/ml_run" --version 2>&1); rc=$?
+        if [ "$rc" = 0 ] && [ "$out" = "ml_run $version ($ISA build)" ]; then
+            ok "guard: --version answers on a CPU the $ISA build refuses (qemu64)"
+        else bad "guard: --version on a CPU the $ISA build refuses: exit $rc, printed '$out'"; fi
+    else
+        skip "guard: the $ISA build is not refused on qemu64 (exit $rc): nothing to answer before"
+    fi
+else
+    skip "guard: no native x86-64 build with qemu-x86_64 here: --version before the guard not checked"
+fi
 finish
