@@ -83,7 +83,7 @@ static int takes_value(const char *a) {
     return 0;
 }
 
-/* The options added with issue 23 (the sampler's filters, -f, --stop), parsed apart.
+/* The sampler's filters, -f and --stop, parsed apart from the options above.
  * extra_opt: 1 if `a` is one of them (each takes a value). */
 static int extra_opt(const char *a) {
     static const char *const names[] = {"--top-k", "--min-p", "--repeat-penalty", "--repeat-last-n", "-f",
