@@ -83,9 +83,55 @@ static int takes_value(const char *a) {
     return 0;
 }
 
+/* The sampler's filters, -f and --stop, parsed apart from the options above.
+ * extra_opt: 1 if `a` is one of them (each takes a value). */
+static int extra_opt(const char *a) {
+    static const char *const names[] = {"--top-k", "--min-p", "--repeat-penalty", "--repeat-last-n", "-f",
+                                        "--stop"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(a, names[i])) return 1;
+    return 0;
+}
+
+/* Returns ML_CLI_RUN, or ML_EXIT_USAGE with the reason in msg. */
+static int parse_extra(const char *a, const char *v, ml_run_opts *o, char *msg, size_t msg_size) {
+    long n;
+    double f;
+    if (!strcmp(a, "-f")) {
+        o->prompt_file = v;
+    } else if (!strcmp(a, "--stop")) {
+        size_t max = sizeof o->stops / sizeof *o->stops;
+        if (!*v || strlen(v) > ML_STOP_MAX_LEN)
+            return usage_error(msg, msg_size, "--stop: expected a string of 1 to %d bytes, got %zu",
+                               ML_STOP_MAX_LEN, strlen(v));
+        if ((size_t)o->n_stops >= max) return usage_error(msg, msg_size, "--stop: at most %zu of them", max);
+        o->stops[o->n_stops++] = v;
+    } else if (!strcmp(a, "--top-k")) {
+        if (!ml_cli_int(v, 0, 1L << 30, &n))
+            return usage_error(msg, msg_size, "--top-k: expected an integer >= 0 (0 = off), got '%s'", v);
+        o->top_k = n;
+    } else if (!strcmp(a, "--min-p")) {
+        if (!ml_cli_float(v, 0.0, 1.0, &f))
+            return usage_error(msg, msg_size, "--min-p: expected a number in [0, 1] (0 = off), got '%s'", v);
+        o->min_p = f;
+    } else if (!strcmp(a, "--repeat-penalty")) {
+        if (!ml_cli_float(v, 0.0, 1e6, &f) || !(f > 0.0))
+            return usage_error(msg, msg_size, "--repeat-penalty: expected a number > 0 (1 = off), got '%s'", v);
+        o->repeat_penalty = f;
+    } else { /* --repeat-last-n */
+        if (!ml_cli_int(v, -1, 1L << 30, &n))
+            return usage_error(msg, msg_size,
+                               "--repeat-last-n: expected an integer >= -1 (0 = off, -1 = the context), got '%s'", v);
+        o->repeat_last_n = n;
+    }
+    return ML_CLI_RUN;
+}
+
 int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t msg_size) {
     *o = (ml_run_opts){.prompt = "", .steps = -1, .temperature = 1.0, .topp = 0.9, .threads = ml_threads_default(),
                        .batch = ML_RUN_DEFAULT_BATCH, .use_mmap = 1};
+    o->repeat_penalty = 1.0;
+    o->repeat_last_n = 64;
     if (msg && msg_size) msg[0] = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -95,9 +141,14 @@ int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t m
             continue;
         }
         if (a[0] != '-') return usage_error(msg, msg_size, "unexpected argument '%s'", a);
-        if (!takes_value(a)) return usage_error(msg, msg_size, "unknown option '%s'", a);
+        if (!takes_value(a) && !extra_opt(a)) return usage_error(msg, msg_size, "unknown option '%s'", a);
         if (i + 1 >= argc) return usage_error(msg, msg_size, "option %s needs a value", a);
         const char *v = argv[++i];
+        if (extra_opt(a)) {
+            int rc = parse_extra(a, v, o, msg, msg_size);
+            if (rc != ML_CLI_RUN) return rc;
+            continue;
+        }
         long n;
         double f;
         if (!strcmp(a, "-m")) o->model = v;
@@ -139,5 +190,6 @@ int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t m
     }
     if (!o->model) return usage_error(msg, msg_size, "missing -m model.mlb");
     if (!o->tokenizer) return usage_error(msg, msg_size, "missing -z tokenizer.bin");
+    if (o->prompt_file && *o->prompt) return usage_error(msg, msg_size, "-i and -f: give the prompt one way");
     return ML_CLI_RUN;
 }

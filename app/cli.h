@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "app/run_text.h" /* ML_STOP_MAX, ML_STOP_MAX_LEN */
+
 /* 1 on success. */
 int ml_cli_int(const char *s, long lo, long hi, long *out);
 int ml_cli_float(const char *s, double lo, double hi, double *out);
@@ -25,6 +27,13 @@ typedef struct {
     long context;                /* -c; 0: not given (the model's context) */
     long batch;                  /* -b in 1..ML_CLI_MAX_BATCH; default ML_RUN_DEFAULT_BATCH */
     int use_mmap;                /* 0 with --no-mmap */
+    long top_k;                  /* --top-k >= 0; 0: off */
+    double min_p;                /* --min-p in [0, 1]; 0: off */
+    double repeat_penalty;       /* --repeat-penalty > 0; 1: off */
+    long repeat_last_n;          /* --repeat-last-n >= -1 (-1: the context); default 64 */
+    const char *prompt_file;     /* -f FILE ("-": stdin); NULL: not given */
+    const char *stops[ML_STOP_MAX];        /* --stop STR, (n_stops) of them, in the order given */
+    int n_stops;
 } ml_run_opts;
 
 #define ML_CLI_RUN (-1) /* ml_run_parse_args: go ahead and run */

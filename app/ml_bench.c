@@ -29,6 +29,7 @@ static void usage(FILE *f) {
             "  --no-mmap        with -m: read the file into memory\n"
             "  --bw             after each model figure, the memory read bandwidth with as\n"
             "                   many threads (1 GiB buffer) and the figure's share of it\n"
+            "  --version        print the version and the build, and exit\n"
             "build: %s\n",
             ML_RUN_DEFAULT_BATCH, ML_ISA_NAME);
 }

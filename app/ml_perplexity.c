@@ -45,6 +45,7 @@ static void usage(FILE *f) {
             "                   divergence, top-1 agreement, PPL ratio); if not: save this\n"
             "                   model's logits there. Same text and -c, a model of the same vocab\n"
             "  --kl-save        with --kl-base: (re)write FILE even if it exists\n"
+            "  --version        print the version and the build, and exit\n"
             "scoring (as llama-perplexity): the text is tokenized once (BOS first) and cut\n"
             "into chunks of -c tokens (a partial last chunk is dropped); each chunk starts with\n"
             "BOS and is evaluated from position 0; only its second half is scored: tokens\n"

@@ -7,6 +7,7 @@
 
 #include "app/cli.h"
 #include "app/exit_codes.h"
+#include "app/run_text.h"
 #include "config/ml_config.h"
 #include "core/outfile.h"
 #include "model/generate.h"
@@ -22,11 +23,22 @@ static void usage(FILE *f) {
             "  -m FILE        model, converted by tools/convert.py\n"
             "  -z FILE        llama2.c tokenizer.bin matching the model's vocab\n"
             "  -i TEXT        prompt (default: none, the story starts from BOS)\n"
+            "  -f FILE        prompt from FILE (- = stdin), one trailing newline removed\n"
+            "  --stop STR     end the generation when the generated text ends with STR,\n"
+            "                 which is not printed (--ids still lists its tokens);\n"
+            "                 up to %d of them\n"
             "  -n N           tokens to run, prompt included (default %d, or the whole\n"
             "                 context if shorter or if the prompt is longer; 0 = the whole\n"
             "                 context)\n"
             "  --temp T       temperature >= 0 (default 1.0; 0 = greedy)\n"
             "  --top-p P      nucleus sampling in [0, 1] (default 0.9; 0 or 1 = off)\n"
+            "  --top-k N      keep the N most likely tokens (default 0 = off)\n"
+            "  --min-p P      keep tokens with p >= P x the top token's p, P in [0, 1]\n"
+            "                 (default 0 = off)\n"
+            "  --repeat-penalty F  penalize the tokens of the last --repeat-last-n\n"
+            "                 (llama.cpp's rule: positive logits / F, negative x F;\n"
+            "                 F > 0, default 1 = off)\n"
+            "  --repeat-last-n N   the penalty's window (default 64; 0 = off, -1 = context)\n"
             "  -s SEED        random seed (default: from the clock)\n"
             "  -t N           threads (default: the CPUs this process may use, at most %d;\n"
             "                 1 in a THREADS=1 build)\n"
@@ -39,8 +51,9 @@ static void usage(FILE *f) {
             "  --ids FILE     write the token ids (prompt, then generated), one per line\n"
             "  --cpu-info     print what this CPU supports and which build to use\n"
             "                 (--cpu-info --json: the same as one line of JSON)\n"
+            "  --version      print the version and the build, and exit\n"
             "build: %s\n",
-            DEFAULT_STEPS, ML_THREADS_DEFAULT_MAX, ML_RUN_DEFAULT_BATCH, ML_ISA_NAME);
+            ML_STOP_MAX, DEFAULT_STEPS, ML_THREADS_DEFAULT_MAX, ML_RUN_DEFAULT_BATCH, ML_ISA_NAME);
 }
 
 static int fail(const char *what, ml_status s, const ml_err *err) {
@@ -69,6 +82,8 @@ typedef struct {
     FILE *logits, *ids; /* write errors stay in ferror(): finish_outputs reports them */
     int printed;        /* some text went to stdout */
     double t_prompt;    /* when the prompt had run (ml_cli_now) */
+    int generating;     /* the prompt is done: tokens are sampled, --stop applies */
+    ml_stop_text stop;  /* --stop: holds back what may start a stop string */
 } run_ctx;
 
 /* Print a piece, dropping raw control bytes (a byte-fallback token can be
@@ -85,7 +100,8 @@ static void on_token(void *ud, int prev, int token) {
     run_ctx *r = ud;
     size_t len = 0;
     const char *piece = ml_tokenizer_decode(r->tok, prev, token, &len);
-    if (piece) print_piece(piece, len);
+    if (piece && r->generating) ml_stop_text_feed(&r->stop, piece, len);
+    else if (piece) print_piece(piece, len);
     r->printed = 1;
     if (r->ids) fprintf(r->ids, "%d\n", token);
 }
@@ -94,7 +110,15 @@ static void on_prompt_done(void *ud, int n_prompt) {
     run_ctx *r = ud;
     (void)n_prompt;
     r->t_prompt = ml_cli_now();
+    r->generating = 1;
 }
+
+static void emit_text(void *ud, const char *p, size_t len) {
+    (void)ud;
+    print_piece(p, len);
+}
+
+static int should_stop(void *ud) { return ((run_ctx *)ud)->stop.stopped; }
 
 static void on_logits(void *ud, int pos, const float *logits, int vocab) {
     run_ctx *r = ud;
@@ -115,7 +139,10 @@ typedef struct {
  * code 2); open them (1). Before any work: prints why not. Returns
  * ML_CLI_RUN or the exit code. */
 static int open_outputs(out_file *outs, const ml_run_opts *o) {
-    const ml_named_path inputs[] = {{"the model -m", o->model}, {"the tokenizer -z", o->tokenizer}};
+    const char *prompt_file = o->prompt_file && strcmp(o->prompt_file, "-") ? o->prompt_file : NULL;
+    const ml_named_path inputs[] = {
+        {"the model -m", o->model}, {"the tokenizer -z", o->tokenizer}, {"the prompt file -f", prompt_file}};
+    const int n_inputs = (int)(sizeof inputs / sizeof *inputs);
     const char *paths[2] = {o->logits_path, o->ids_path};
     ml_err err = {{0}};
     if (paths[0] && paths[1] && !strcmp(paths[0], paths[1]) && strncmp(paths[0], "/dev/", 5)) {
@@ -123,7 +150,7 @@ static int open_outputs(out_file *outs, const ml_run_opts *o) {
         return ML_EXIT_USAGE;
     }
     for (int i = 0; i < 2; i++) {
-        if (paths[i] && ml_outfile_check(outs[i].what, paths[i], inputs, 2, &err)) {
+        if (paths[i] && ml_outfile_check(outs[i].what, paths[i], inputs, n_inputs, &err)) {
             fprintf(stderr, "ml_run: %s\n", err.msg);
             return ML_EXIT_USAGE;
         }
@@ -162,9 +189,21 @@ int ml_main(int argc, char **argv) {
     ml_run_opts o;
     int rc = parse_args(argc, argv, &o);
     if (rc != ML_CLI_RUN) return rc;
+    char *prompt_text = NULL; /* -f: the file's text, read before the model loads */
+    if (o.prompt_file) {
+        char msg[512];
+        if (!(prompt_text = ml_run_read_prompt(o.prompt_file, msg, sizeof msg))) {
+            fprintf(stderr, "ml_run: %s\n", msg);
+            return ML_EXIT_FAIL;
+        }
+        o.prompt = prompt_text;
+    }
 
     out_file outs[2] = {{.what = "--logits"}, {.what = "--ids"}};
-    if ((rc = open_outputs(outs, &o)) != ML_CLI_RUN) return finish_outputs(outs, 2, rc);
+    if ((rc = open_outputs(outs, &o)) != ML_CLI_RUN) {
+        free(prompt_text);
+        return finish_outputs(outs, 2, rc);
+    }
 
     ml_err err = {{0}};
     ml_model m;
@@ -174,11 +213,14 @@ int ml_main(int argc, char **argv) {
     /* --logits wants every prompt position's logits, not only the last. */
     ml_open_opts oo = {.use_mmap = o.use_mmap, .max_seq = (int)o.context, .n_threads = (int)o.threads,
                        .batch = (int)o.batch, .all_logits = o.logits_path != NULL};
-    if ((s = ml_model_open(&m, o.model, &oo, &err)))
+    if ((s = ml_model_open(&m, o.model, &oo, &err))) {
+        free(prompt_text);
         return finish_outputs(outs, 2, fail("loading the model", s, &err));
+    }
     const ml_config *c = &m.cfg;
     if ((s = ml_tokenizer_load(&tok, o.tokenizer, c->vocab, &err))) {
         ml_model_close(&m);
+        free(prompt_text);
         return finish_outputs(outs, 2, fail("loading the tokenizer", s, &err));
     }
     double t_load = ml_cli_now() - t0;
@@ -222,16 +264,23 @@ int ml_main(int argc, char **argv) {
     /* on_token sees every token after the first, forced or sampled; the
      * prompt's own pieces are echoed as they are fed, like llama2.c. */
     if (r.ids) fprintf(r.ids, "%d\n", prompt[0]);
+    ml_stop_text_init(&r.stop, o.stops, o.n_stops, emit_text, NULL);
     ml_gen_callbacks cb = {.on_logits = r.logits ? on_logits : NULL, .on_token = on_token,
-                           .on_prompt_done = on_prompt_done, .ud = &r};
+                           .on_prompt_done = on_prompt_done, .should_stop = should_stop, .ud = &r};
     ml_sampler smp;
     unsigned long long seed = o.seed ? o.seed : (unsigned long long)time(NULL);
     ml_sampler_init(&smp, c->vocab, (float)o.temperature, (float)o.topp, seed, m.s.sampler_scratch);
+    if ((s = ml_sampler_set_filters(&smp, (int)o.top_k, (float)o.min_p, (float)o.repeat_penalty,
+                                    (int)o.repeat_last_n, c->max_seq, &err))) {
+        rc = fail("setting up the sampler", s, &err);
+        goto done;
+    }
 
     int n_pos = 0;
     double t1 = ml_cli_now();
     s = ml_generate(&m, &smp, prompt, n_prompt, steps, &cb, &n_pos, &err);
     double dt = ml_cli_now() - t1;
+    ml_stop_text_flush(&r.stop);
     if (s == ML_OK || r.printed) printf("\n"); /* a refusal before any text prints none */
     if (s) {
         rc = fail("generating", s, &err);
@@ -250,6 +299,7 @@ int ml_main(int argc, char **argv) {
 done:
     rc = finish_outputs(outs, 2, rc);
     free(prompt);
+    free(prompt_text);
     ml_tokenizer_free(&tok);
     ml_model_close(&m);
     return rc;

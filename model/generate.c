@@ -37,12 +37,16 @@ ml_status ml_generate(ml_model *m, ml_sampler *smp, const int *prompt, int n_pro
         for (int i = 1; i < n_prompt; i++) cb->on_token(cb->ud, prompt[i - 1], prompt[i]);
     if (cb && cb->on_prompt_done) cb->on_prompt_done(cb->ud, n_prompt);
 
-    /* Then token by token from the last prompt position's logits. */
+    /* Then token by token from the last prompt position's logits; the
+     * repetition penalty's window sees the prompt and every sampled token. */
+    for (int i = 0; i < n_prompt; i++) ml_sampler_accept(smp, prompt[i]);
     int token = prompt[n_prompt - 1];
     for (int pos = n_prompt - 1;;) {
         int next = ml_sample(smp, m->s.logits);
         if (next == ML_TOK_BOS || next == ML_TOK_EOS) break;
+        ml_sampler_accept(smp, next);
         if (cb && cb->on_token) cb->on_token(cb->ud, token, next);
+        if (cb && cb->should_stop && cb->should_stop(cb->ud)) break;
         token = next;
         if (++pos >= steps) break;
         if ((s = ml_forward(m, token, pos, err))) return s;

@@ -18,6 +18,9 @@ typedef struct {
     /* Called once the whole prompt has run, before the first sampled
      * token (ml_run times the prompt with it). Optional. */
     void (*on_prompt_done)(void *ud, int n_prompt);
+    /* Asked after each sampled token has reached on_token: nonzero ends the
+     * generation there (ml_run's --stop). Optional. */
+    int (*should_stop)(void *ud);
     void *ud;
 } ml_gen_callbacks;
 

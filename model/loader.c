@@ -237,7 +237,7 @@ static void run_buffers(ml_model *m, planner *p, int all_logits) {
     st->val_cache      = buf(p, kv);
     st->rope_cos       = buf(p, half);
     st->rope_sin       = buf(p, half);
-    st->sampler_scratch = buf(p, ml_sampler_scratch_bytes(c->vocab));
+    st->sampler_scratch = buf(p, ml_sampler_scratch_bytes(c->vocab, c->max_seq));
     /* one step's activations (ml_batch_state): cap >= 1 tokens, decode uses row 0 */
     ml_batch_state *b = &m->b;
     const uint64_t cap = (uint64_t)b->cap;

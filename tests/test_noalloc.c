@@ -80,6 +80,13 @@ int ml_main(int argc, char **argv) {
         ml_sampler_init(&smp, 512, 0.0f, 0.0f, 3, m.s.sampler_scratch);
         ml_generate(&m, &smp, prompt, 1, 64, &cb, &n_pos, &err);
         CHECK(n_allocs == before, "%ld allocations in greedy/multinomial generation", n_allocs - before);
+        /* And the filters: top-k, min-p, top-p and the repetition penalty's window. */
+        before = n_allocs;
+        ml_sampler_init(&smp, 512, 0.8f, 0.9f, 5, m.s.sampler_scratch);
+        CHECK(ml_sampler_set_filters(&smp, 40, 0.05f, 1.3f, -1, m.cfg.max_seq, &err) == ML_OK, "filters: %s", err.msg);
+        ml_generate(&m, &smp, prompt, 3, 64, &cb, &n_pos, &err);
+        CHECK(n_allocs == before, "%ld allocations in generation with top-k, min-p and a repetition penalty",
+              n_allocs - before);
         if (have_tok) {
             int ids[64], n = 0;
             before = n_allocs;

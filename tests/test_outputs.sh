@@ -76,8 +76,12 @@ expect "ml_run inputs: --no-mmap --logits onto the model" 2 "the same file as th
     "${R[@]}" "$RUN" "${RUNARGS[@]}" --no-mmap --logits "$M"
 expect "ml_run inputs: --logits and --ids one file" 2 "--logits and --ids both name" \
     "${R[@]}" "$RUN" "${RUNARGS[@]}" --logits "$tmp/both" --ids "$tmp/both"
+RUNF=(-m "$M" -z "$T" -f "$X" -n 0 --temp 0 -s 1)
+expect "ml_run inputs: --logits onto the prompt file -f (link)" 2 "is the same file as the prompt file -f '$X'" \
+    "${R[@]}" "$RUN" "${RUNF[@]}" --logits "$D/x.link"
 same "ml_run inputs: the model is intact" "$M" "$tmp/m.copy"
 same "ml_run inputs: the tokenizer is intact" "$T" "$tmp/t.copy"
+same "ml_run inputs: the prompt file is intact" "$X" "$tmp/x.copy"
 
 # ---- ml_run: replacing, failing, devices -----------------------------------
 O=$tmp/o
