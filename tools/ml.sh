@@ -12,7 +12,14 @@
 # env:   ML_ISA=<isa>        use this build instead (it still refuses a CPU that lacks it)
 #        ML_CPU_REPORT=FILE  choose from a saved `--cpu-info --json` report instead of
 #                            asking this CPU (to see what another machine would run)
-here=$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd) || exit 1
+# The folder of the launcher itself, through any symlinks to it (a link in
+# ~/bin or /usr/local/bin must still find the builds beside the real file).
+self=$0
+while [ -L "$self" ]; do
+    link=$(readlink -- "$self") || break
+    case $link in /*) self=$link ;; *) self=$(dirname -- "$self")/$link ;; esac
+done
+here=$(CDPATH='' cd -- "$(dirname -- "$self")" && pwd) || exit 1
 
 verbose=0 which=0 prog=ml_run
 [ "${1:-}" = -v ] && { verbose=1; shift; }
@@ -31,7 +38,7 @@ i?86) arch=i686 floor=scalar ;;
 *) arch=$(uname -m) floor= ;;
 esac
 if [ -z "$floor" ] || [ ! -x "$here/$arch/$floor/ml_run" ]; then
-    echo "ml: this folder has no build for $(uname -m); build from source: make ISA=scalar" >&2
+    echo "ml: $here has no build for $(uname -m) (no $arch/${floor:-<floor>}/ml_run); build from source: make ISA=scalar" >&2
     exit 1
 fi
 
@@ -39,10 +46,22 @@ if [ -n "${ML_ISA:-}" ]; then
     isa=$ML_ISA why="set by ML_ISA"
 else
     if [ -n "${ML_CPU_REPORT:-}" ]; then
-        report=$(cat -- "$ML_CPU_REPORT") || exit 1
+        from="the report ML_CPU_REPORT=$ML_CPU_REPORT"
+        if [ ! -f "$ML_CPU_REPORT" ] || [ ! -r "$ML_CPU_REPORT" ]; then
+            echo "ml: ML_CPU_REPORT=$ML_CPU_REPORT: no such readable file (save one with: ml_run --cpu-info --json >FILE)" >&2
+            exit 1
+        fi
+        report=$(cat -- "$ML_CPU_REPORT")
     else
+        from="$arch/$floor/ml_run --cpu-info --json"
         report=$("$here/$arch/$floor/ml_run" --cpu-info --json 2>&1)
     fi
+    case $report in
+    *'"runs":['*) ;;
+    *)
+        echo "ml: $from is not a CPU report (no \"runs\" list in: $(printf '%s' "$report" | head -c 80))" >&2
+        exit 1 ;;
+    esac
     # ..."runs":["scalar","sse2","sse41"],...: lowest first, so the last one we have wins
     runs=$(printf '%s\n' "$report" | sed -n 's/.*"runs":\[\([^]]*\)\].*/\1/p' | tr -d '"' | tr ',' ' ')
     isa=
