@@ -1,5 +1,5 @@
 # legacy-ml — `make help` lists the targets.
-#   make ISA=<isa> [THREADS=1|pthread] [ASM=0|1] [CROSS=<prefix>] [DEBUG=0|1] [ML_NO_MMAP=1] [SAN=1] [STATIC=1] [M32=1]
+#   make ISA=<isa> [THREADS=1|pthread] [ASM=0|1] [CROSS=<prefix>] [DEBUG=0|1] [ML_NO_MMAP=1] [SAN=1] [STATIC=1] [M32=1] [V=1]
 
 # `make run` without ISA (or with ISA=auto) picks the best build this CPU
 # runs; everything else defaults to scalar, which is also auto's probe.
@@ -21,6 +21,15 @@ CROSS    ?=
 CC       := $(if $(filter default,$(origin CC)),$(CROSS)gcc,$(CC))
 PYTHON   ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import numpy' 2>/dev/null && echo $$p && break; done)
 MODELS   ?= ../shared/models
+
+# ---- output: one short line per file or program ("  CC  core/arena.c",
+# "  LD  build/avx2/ml_run"), as the Linux kernel does; V=1 prints the
+# commands instead, make -s neither. Compiler warnings show either way. ----
+V        ?= 0
+SILENT   := $(findstring s,$(firstword -$(MAKEFLAGS)))
+Q        := $(if $(filter 1,$(V)),,@)
+# $(call show,CC,file): the short line, as the start of a recipe line after $(Q).
+show      = $(if $(filter 1,$(V))$(SILENT),,printf '  %-3s %s\n' '$(1)' '$(2)';)
 
 # ---- the ISA registry (config/isas.txt) decides the names, the fallback chain
 # (the kernel folders compiled into a build) and each folder's flags ----
@@ -123,34 +132,34 @@ help:
 GEN_H      := $(BUILD)/gen/ml_isas_gen.h
 $(GEN_H): $(ISA_LIST) tools/isas.awk
 	@mkdir -p $(@D)
-	$(call isas,header) >$@
+	$(Q)$(call show,GEN,$@)$(call isas,header) >$@
 
 # ---- objects: baseline flags (BASE_FLAGS), except kernels/<isa>/ and the guard ----
 $(LIB_OBJ) $(GUARD_OBJ) $(APP_OBJ) $(call obj,$(wildcard app/*.c) $(TEST_SRC)): | $(GEN_H) $(M32_ASM)
 $(BUILD)/m32-include/asm:
 	@mkdir -p $(@D)
-	ln -sfn /usr/include/$(shell $(CC) -print-multiarch)/asm $@
+	$(Q)$(call show,LN,$@)ln -sfn /usr/include/$(shell $(CC) -print-multiarch)/asm $@
 $(BUILD)/obj/kernels/%.o: kernels/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(BASE_FLAGS) $(call isa_flags,$(firstword $(subst /, ,$*))) -MMD -MP -c $< -o $@
+	$(Q)$(call show,CC,$<)$(CC) $(CFLAGS) $(BASE_FLAGS) $(call isa_flags,$(firstword $(subst /, ,$*))) -MMD -MP -c $< -o $@
 # A static pattern rule, so it wins over the .c rule when name.c also exists.
 $(call obj,$(ASM_FILES)): $(BUILD)/obj/kernels/%.o: kernels/%.S
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(BASE_FLAGS) $(call isa_flags,$(firstword $(subst /, ,$*))) -c $< -o $@
+	$(Q)$(call show,AS,$<)$(CC) $(CFLAGS) $(BASE_FLAGS) $(call isa_flags,$(firstword $(subst /, ,$*))) -c $< -o $@
 # The guard: only what every CPU of the architecture runs (no BASE_FLAGS).
 $(GUARD_OBJ): $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(Q)$(call show,CC,$<)$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(BASE_FLAGS) -MMD -MP -c $< -o $@
+	$(Q)$(call show,CC,$<)$(CC) $(CFLAGS) $(BASE_FLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/ml_run $(BUILD)/ml_bench $(BUILD)/ml_perplexity: $(BUILD)/%: $(BUILD)/obj/app/%.o $(APP_OBJ) $(GUARD_OBJ) $(LIB_OBJ)
-	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+	$(Q)$(call show,LD,$@)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 $(BUILD)/ml_perplexity: $(call obj,app/perplexity.c)
 $(BUILD)/ml_bench: $(call obj,$(wildcard app/bench_*.c))
 $(TESTS): $(BUILD)/%: $(BUILD)/obj/tests/%.o $(GUARD_OBJ) $(LIB_OBJ)
-	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(TEST_LDFLAGS_$(notdir $@))
+	$(Q)$(call show,LD,$@)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(TEST_LDFLAGS_$(notdir $@))
 
 # test_noalloc counts the allocations our own objects make after load.
 # test_fuzz_regress replays fuzz inputs, ml_run's argument parser included.
@@ -167,7 +176,7 @@ fuzz:
 	  EXTRA_CFLAGS="-g -fsanitize=fuzzer-no-link $(SAN_FLAGS)" fuzz-bins
 fuzz-bins: $(addprefix $(BUILD)/,$(FUZZ_TARGETS))
 $(BUILD)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_targets.h $(APP_OBJ) $(LIB_OBJ) | $(GEN_H)
-	$(CC) $(CFLAGS) -fsanitize=fuzzer $< $(APP_OBJ) $(LIB_OBJ) -o $@ $(LDLIBS)
+	$(Q)$(call show,LD,$@)$(CC) $(CFLAGS) -fsanitize=fuzzer $< $(APP_OBJ) $(LIB_OBJ) -o $@ $(LDLIBS)
 
 # ---- running ----
 # `make test`: the whole matrix (tests/matrix.sh: every ISA this machine
@@ -196,8 +205,9 @@ print-progs:
 test-all:
 	@PYTHON=$(PYTHON) MODELS=$(MODELS) bash tests/matrix.sh
 
-run: $(BUILD)/ml_run
-	@BUILD=$(BUILD) RUN_ISA=$(RUN_ISA) MAKE="$(MAKE)" bash tools/run_default.sh
+# tools/run_default.sh makes the builds it needs, a line per build (V=1: every command).
+run:
+	@BUILD=$(BUILD) ISA=$(ISA) RUN_ISA=$(RUN_ISA) V=$(V) MAKE="$(MAKE)" bash tools/run_default.sh
 
 bench: all
 	$(BUILD)/ml_bench $(BENCH_ARGS)
