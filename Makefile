@@ -105,7 +105,7 @@ APP_OBJ    := $(call obj,app/cli.c)
 PROGS      := $(BUILD)/ml_run $(BUILD)/ml_bench $(BUILD)/ml_perplexity
 TESTS      := $(patsubst tests/%.c,$(BUILD)/%,$(TEST_SRC))
 
-.PHONY: all progs help test check test-all run clean print-build print-progs bench bench-all bench-vs-llamacpp fuzz fuzz-bins dist
+.PHONY: all progs help test check check-builds test-all run clean print-build print-progs bench bench-all bench-vs-llamacpp fuzz fuzz-bins dist
 all: $(PROGS) $(TESTS)
 progs: $(PROGS)
 
@@ -188,11 +188,15 @@ test: test-all
 # The reference is always the same build, whatever this command line says.
 REF_ARGS := ISA=scalar CC=gcc CROSS= THREADS=1 ASM=0 DEBUG=0 SAN=0 M32=0 ML_NO_MMAP= EXTRA_CFLAGS=
 
+# check-builds: the builds make check runs (tests/run_suites.sh makes them first).
 # SAN=1: a failed allocation (test_loader's 256 GiB arena) must return NULL, not abort.
-check: all
-	@ref=$$($(MAKE) -s $(REF_ARGS) print-build) && $(MAKE) -s $(REF_ARGS) $$ref/ml_run && \
-	nommap=$$($(MAKE) -s ML_NO_MMAP=1 print-build) && $(MAKE) -s ML_NO_MMAP=1 $$nommap/ml_run && \
-	threads=$$($(MAKE) -s THREADS=pthread print-build) && $(MAKE) -s THREADS=pthread $$threads/ml_run && \
+SIBLINGS := ref=$$($(MAKE) -s $(REF_ARGS) print-build) && nommap=$$($(MAKE) -s ML_NO_MMAP=1 print-build) && \
+	threads=$$($(MAKE) -s THREADS=pthread print-build)
+check-builds: all
+	@$(SIBLINGS) && $(MAKE) -s $(REF_ARGS) $$ref/ml_run && $(MAKE) -s ML_NO_MMAP=1 $$nommap/ml_run && \
+	$(MAKE) -s THREADS=pthread $$threads/ml_run
+check: check-builds
+	@$(SIBLINGS) && \
 	$(if $(filter 1,$(SAN)),ASAN_OPTIONS="allocator_may_return_null=1:$$ASAN_OPTIONS") \
 	  BUILD=$(BUILD) ISA=$(ISA) PYTHON=$(PYTHON) MODELS=$(MODELS) RUNNER="$(RUNNER)" \
 	  REF_BUILD=$$ref NOMMAP_BUILD=$$nommap THREADS_BUILD=$$threads bash tests/run_tests.sh
