@@ -116,7 +116,7 @@ help:
 	@echo "                         build for this CPU (ISA=auto; ISA=x forces a build)"
 	@echo "  make test              every ISA this machine can build and run (or emulate),"
 	@echo "                         every test, one result matrix (tests/matrix.sh; = make test-all)"
-	@echo "  make check [ISA=...]   the tests of one build only"
+	@echo "  make check [ISA=...]   every test of one build (tests/plan.txt: which test runs on which matrix row)"
 	@echo "  make bench             ml_bench of this build (kernels + stories15M decode)"
 	@echo "  make bench-all         every runnable x86 build side by side (BENCH_ARGS=...)"
 	@echo "  make bench-vs-llamacpp our best build beside llama.cpp's llama-bench (VS_ARGS=--help)"
@@ -127,6 +127,7 @@ help:
 	@echo "         THREADS=1|pthread ASM=0|1 DEBUG=0|1 CROSS=<prefix> ML_NO_MMAP=1 CC=clang"
 	@echo "         SAN=1 (ASan+UBSan, into build/<isa>-san/)  STATIC=1 (-static)"
 	@echo "         M32=1 (32-bit x86, -m32: scalar sse2 sse41 avx2 ...; needs SSE2; into build/<isa>-i686/)"
+	@echo "         V=1 (every compiler command; by default a line per file, make -s none)"
 
 # The C side of the registry, generated for every build (config/ml_config.h).
 GEN_H      := $(BUILD)/gen/ml_isas_gen.h

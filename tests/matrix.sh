@@ -19,7 +19,7 @@
 # each row's output kept apart and printed in the rows' order.
 # Results (tests/results.sh): a row per matrix row in $ML_RESULTS (default
 # build/matrix.tsv): label, passed, failed, skipped, seconds, isa, compiler,
-# e2e, guard, how verified; the total last. Python tests run once (the scalar
+# e2e, guard, how verified, CPU seconds (the row's builds and tests); the total last. Python tests run once (the scalar
 # row). A failed build, or one with compiler warnings, is one failure.
 # env: PYTHON, MODELS (from make), ML_JOBS (default 2), ML_PAR (rows run at once, default ML_JOBS),
 #      ML_CLANG_ISAS (x86 builds also made with clang; default "scalar avx2"),
@@ -171,21 +171,35 @@ build() {
 }
 
 # ---- build every row, one build at a time -------------------------------------------
+# cpu_now: sets CPU_MS to the CPU time (user + system, ms) of this shell's
+# finished children so far: what a row costs whatever else runs on the machine.
+# (Not cpu=$(...): times in a fresh subshell would see no children.)
+cpu_now() {
+    local f=$tmp/times.$BASHPID
+    times >"$f"
+    CPU_MS=$(awk 'END { split($1 " " $2, t, /[ms ]+/); printf "%d\n", (t[1] * 60 + t[2] + t[3] * 60 + t[4]) * 1000 }' "$f")
+}
 # prepare_row I: the builds of row I, its output in $tmp/I.log. Sets R_MODE[I]
 # (tests: run_tests.sh, cmake: tests/cmake_row.sh, done: nothing to run) and
 # what the run needs; a row without tests to run gets its counts here.
 TP=0 TF=0 TS=0
 declare -A R_P R_F R_S R_E2E R_HOW R_SEC
-declare -a R_MODE R_DIR R_REF R_NOMMAP R_THREADS R_COL R_BSEC
+declare -a R_MODE R_DIR R_REF R_NOMMAP R_THREADS R_COL R_BSEC R_CPU
 prepare_row() {
-    local i=$1 label isa compiler margs runner how tests gkey t0=$SECONDS p=0 f=0
+    local i=$1 label isa compiler margs runner how tests gkey t0=$SECONDS c0 p=0 f=0
     IFS='|' read -r label isa compiler margs runner how tests gkey <<<"${rows[$i]}"
+    cpu_now; c0=$CPU_MS
     WARNED=0
     R_MODE[i]=done R_COL[i]=$tests
     echo "== $label: make ISA=$isa $margs${runner:+, run under $runner}"
     build ISA=scalar; R_REF[i]=$DIR
     if [[ $margs == cmake* ]]; then
         R_MODE[i]=cmake
+        # The wine rows share one prefix: made here, before rows run side by
+        # side, as two first runs in a fresh prefix race to create it.
+        if [ "$runner" = wine ] && [ ! -e "$WINEPREFIX/system.reg" ]; then
+            "$(command -v wine64 || command -v wine)" wineboot --init >/dev/null 2>&1
+        fi
     # shellcheck disable=SC2086
     elif ! build ISA="$isa" $margs; then
         f=1 how="build FAILED"
@@ -207,7 +221,7 @@ prepare_row() {
         build ISA="$isa" $margs THREADS=pthread; R_THREADS[i]=$DIR
     fi
     R_P[$label]=$p R_F[$label]=$((f + WARNED)) R_S[$label]=0 R_E2E[$label]="-" R_HOW[$label]=$how
-    R_BSEC[i]=$((SECONDS - t0))
+    cpu_now; R_BSEC[i]=$((SECONDS - t0)) R_CPU[i]=$((CPU_MS - c0))
 }
 
 # run_row I: runs row I's tests (its output on stdout), then writes
@@ -248,18 +262,20 @@ run_row() {
             fi
         fi
     fi
-    echo "$p $f $s $((SECONDS - t0))|$e2e|$how" >"$tmp/$i.res"
+    cpu_now
+    echo "$p $f $s $((SECONDS - t0)) $CPU_MS|$e2e|$how" >"$tmp/$i.res"
 }
 
 # finish_row I: prints row I's output and adds its counts (after its run, if any).
 finish_row() {
-    local i=$1 label p f s sec e2e how
+    local i=$1 label p f s sec cpu e2e how
     label=${rows[$i]%%|*}
     cat "$tmp/$i.log"
     if [ "${R_MODE[i]}" != done ]; then
         cat "$tmp/$i.out"
         if IFS='|' read -r counts e2e how <"$tmp/$i.res"; then
-            read -r p f s sec <<<"$counts"
+            read -r p f s sec cpu <<<"$counts"
+            R_CPU[i]=$((R_CPU[i] + cpu)) CPU_RUN=$((CPU_RUN + cpu))
             R_P[$label]=$((${R_P[$label]} + p)) R_F[$label]=$((${R_F[$label]} + f)) R_S[$label]=$s
             R_E2E[$label]=$e2e R_HOW[$label]=$how R_BSEC[i]=$((R_BSEC[i] + sec))
         else
@@ -271,46 +287,20 @@ finish_row() {
     echo "   $label: ${R_P[$label]} passed, ${R_F[$label]} failed, ${R_S[$label]} skipped, e2e ${R_E2E[$label]} (${R_SEC[$label]} s)"
 }
 
-t_build=$SECONDS
+t_build=$SECONDS CPU_RUN=0
+cpu_now; c_build=$CPU_MS
 for i in "${!rows[@]}"; do
     prepare_row "$i" >"$tmp/$i.log"
     echo "   built ${rows[$i]%%|*} (${R_BSEC[i]} s)"
 done
-t_build=$((SECONDS - t_build))
-
-# ---- run the rows, $PAR at a time; print them in order -------------------------------
-echo "== running the rows' tests, $PAR rows at a time (builds took $t_build s)"
-t_run=$SECONDS
-# Each of the $PAR slots runs one row at a time, with its own folder of
-# test_e2e.sh's converted models (build/models, build/models-1, ...): two rows
-# never write one cache at once.
-declare -a SLOT
-next=0 shown=0
-while [ "$shown" -lt "${#rows[@]}" ]; do
-    for ((s = 0; s < PAR; s++)); do
-        [ -z "${SLOT[s]:-}" ] || [ -e "$tmp/${SLOT[s]}.done" ] || continue
-        while [ "$next" -lt "${#rows[@]}" ] && [ "${R_MODE[next]}" = done ]; do next=$((next + 1)); done
-        [ "$next" -lt "${#rows[@]}" ] || break
-        cache=build/models; [ "$s" = 0 ] || cache+=-$s
-        (export ML_E2E_MODELS=$cache; run_row "$next" >"$tmp/$next.out" 2>&1; : >"$tmp/$next.done") &
-        SLOT[s]=$next next=$((next + 1))
-    done
-    while [ "$shown" -lt "${#rows[@]}" ] && { [ "${R_MODE[shown]}" = done ] || [ -e "$tmp/$shown.done" ]; }; do
-        finish_row "$shown"
-        shown=$((shown + 1))
-    done
-    [ "$shown" -lt "${#rows[@]}" ] && sleep 1
-done
-wait
-t_run=$((SECONDS - t_run))
+cpu_now; t_build=$((SECONDS - t_build)) c_build=$((CPU_MS - c_build))
 
 # ---- run once: the guard (reuses the builds above) and make dist ---------------------
-# run_once NAME TAG SCRIPT: runs tests/SCRIPT (its results in $tmp/TAG.tsv), adds
-# its counts to the totals; sets O_P O_F O_S O_SEC. Skipped when ML_ROWS is set,
-# and a test the plan's "once" column does not name.
+# run_once TAG SCRIPT: runs tests/SCRIPT (its results in $tmp/TAG.tsv), its output
+# on stdout; writes "passed failed skipped seconds" to $tmp/TAG.res. Skipped when
+# ML_ROWS is set, and a test the plan's "once" column does not name.
 run_once() {
-    local name=$1 tag=$2 script=$3 t=$SECONDS
-    echo "== tests/$script ($name)"
+    local tag=$1 script=$2 t=$SECONDS p f s
     if [ -n "${ML_ROWS:-}" ]; then
         printf 'total\t0\t0\t1\t0\n' >"$tmp/$tag.tsv"; echo "SKIP - $script: ML_ROWS is set"
     elif [[ $script == test_* ]] && ! plan_runs "$script" once matrix; then
@@ -319,17 +309,63 @@ run_once() {
         ML_RESULTS="$tmp/$tag.tsv" nice bash "tests/$script" >"$tmp/$tag.log" 2>&1
         grep -E '^(FAIL|SKIP) - ' "$tmp/$tag.log" | sed "s/^/   [$tag] /"
     fi
-    if ! read -r O_P O_F O_S < <(results_total "$tmp/$tag.tsv"); then
-        O_P=0 O_F=1 O_S=0; echo "FAIL - $script wrote no results"; tail -n 5 "$tmp/$tag.log" | sed 's/^/    /'
+    if ! read -r p f s < <(results_total "$tmp/$tag.tsv"); then
+        p=0 f=1 s=0; echo "FAIL - $script wrote no results"; tail -n 5 "$tmp/$tag.log" | sed 's/^/    /'
     fi
-    O_SEC=$((SECONDS - t))
+    echo "$p $f $s $((SECONDS - t))" >"$tmp/$tag.res"
+}
+ONCE=("guard|test_guard.sh|every guard refusal" "dist|dist_check.sh|make dist: static, golden, launcher")
+# finish_once K: prints the K-th once-only script's output, adds its counts; sets O_P O_F O_S O_SEC.
+finish_once() {
+    local tag script name
+    IFS='|' read -r tag script name <<<"${ONCE[$1]}"
+    echo "== tests/$script ($name)"
+    cat "$tmp/$tag.out"
+    read -r O_P O_F O_S O_SEC <"$tmp/$tag.res" || { O_P=0 O_F=1 O_S=0 O_SEC=0; echo "FAIL - $script did not finish"; }
     TP=$((TP + O_P)) TF=$((TF + O_F)) TS=$((TS + O_S))
     echo "   $script: $O_P passed, $O_F failed, $O_S skipped ($O_SEC s)"
 }
-run_once "every guard refusal" guard test_guard.sh
-gp=$O_P gf=$O_F gs=$O_S gsec=$O_SEC
-run_once "make dist: static, golden, launcher" dist dist_check.sh
-dp=$O_P df=$O_F ds=$O_S dsec=$O_SEC
+
+# ---- run the rows, then the once-only scripts, $PAR at a time; print in order -------
+echo "== running the rows' tests, then the guard and make dist, $PAR at a time (builds took $t_build s)"
+t_run=$SECONDS
+# Each of the $PAR slots runs one job at a time, with its own folder of
+# test_e2e.sh's converted models (build/models, build/models-1, ...): two rows
+# never write one cache at once. Jobs 0..N-1 are the rows, N.. the ONCE scripts.
+nrows=${#rows[@]} njobs=$((${#rows[@]} + ${#ONCE[@]}))
+declare -a SLOT
+next=0 shown=0
+while [ "$shown" -lt "$njobs" ]; do
+    for ((s = 0; s < PAR; s++)); do
+        [ -z "${SLOT[s]:-}" ] || [ -e "$tmp/${SLOT[s]}.done" ] || continue
+        while [ "$next" -lt "$nrows" ] && [ "${R_MODE[next]}" = done ]; do next=$((next + 1)); done
+        [ "$next" -lt "$njobs" ] || break
+        cache=build/models; [ "$s" = 0 ] || cache+=-$s
+        if [ "$next" -lt "$nrows" ]; then
+            (export ML_E2E_MODELS=$cache; run_row "$next" >"$tmp/$next.out" 2>&1; : >"$tmp/$next.done") &
+        else
+            IFS='|' read -r tag script _ <<<"${ONCE[next - nrows]}"
+            (run_once "$tag" "$script" >"$tmp/$tag.out" 2>&1; : >"$tmp/$next.done") &
+        fi
+        SLOT[s]=$next next=$((next + 1))
+    done
+    while [ "$shown" -lt "$njobs" ] && { [ -e "$tmp/$shown.done" ] || { [ "$shown" -lt "$nrows" ] && [ "${R_MODE[shown]}" = done ]; }; }; do
+        if [ "$shown" -lt "$nrows" ]; then
+            finish_row "$shown"
+            [ "$shown" -lt "$((nrows - 1))" ] || t_run=$((SECONDS - t_run))
+        else
+            finish_once $((shown - nrows))
+            case ${ONCE[shown - nrows]%%|*} in
+            guard) gp=$O_P gf=$O_F gs=$O_S gsec=$O_SEC ;;
+            dist) dp=$O_P df=$O_F ds=$O_S dsec=$O_SEC ;;
+            esac
+        fi
+        shown=$((shown + 1))
+    done
+    [ "$shown" -lt "$njobs" ] && sleep 1
+done
+wait
+[ "$nrows" -gt 0 ] || t_run=0
 
 # guard_of LABEL: test_guard.sh's row for that build, or n/a.
 guard_of() {
@@ -345,8 +381,8 @@ echo
 printf "$fmt" "row" "compiler" "tests" "e2e" "guard refusal" "time" "how verified"
 # shellcheck disable=SC2059
 printf "$fmt" "---" "--------" "-----" "---" "-------------" "----" "------------"
-for row in "${rows[@]}"; do
-    IFS='|' read -r label isa compiler margs runner how tests gkey <<<"$row"
+for i in "${!rows[@]}"; do
+    IFS='|' read -r label isa compiler margs runner how tests gkey <<<"${rows[$i]}"
     t="ok ${R_P[$label]}"
     [ "${R_F[$label]}" -gt 0 ] && t="FAIL ${R_F[$label]}, ok ${R_P[$label]}"
     [ "${R_S[$label]}" -gt 0 ] && t+=" (${R_S[$label]} skip)"
@@ -354,14 +390,15 @@ for row in "${rows[@]}"; do
     # shellcheck disable=SC2059
     printf "$fmt" "$label" "$compiler" "$t" "${R_E2E[$label]}" "$g" "${R_SEC[$label]} s" "${R_HOW[$label]}"
     results_row "$out" "$label" "${R_P[$label]}" "${R_F[$label]}" "${R_S[$label]}" "${R_SEC[$label]}" \
-        "$isa" "$compiler" "${R_E2E[$label]}" "$g" "${R_HOW[$label]}"
+        "$isa" "$compiler" "${R_E2E[$label]}" "$g" "${R_HOW[$label]}" "$((R_CPU[i] / 1000))"
 done
 results_row "$out" test_guard.sh "$gp" "$gf" "$gs" "$gsec" - - - - "once, every guard refusal"
 results_row "$out" dist_check.sh "$dp" "$df" "$ds" "$dsec" - - - - "once, make dist: static, golden, launcher"
 for n in "${notes[@]}"; do echo "note: not built: $n"; done
 echo "(tests = the row's column of tests/plan.txt, test_e2e.sh included; guard = tests/test_guard.sh, run once:" \
     "$gp passed, $gf failed, $gs skipped; make dist's check: $dp passed, $df failed, $ds skipped; results in $out)"
-echo "time: $((SECONDS - t_start)) s: builds $t_build s, the rows' tests $t_run s ($PAR rows at a time;" \
+echo "time: $((SECONDS - t_start)) s: builds $t_build s (CPU $((c_build / 1000)) s), the rows' tests $t_run s" \
+    "(CPU $((CPU_RUN / 1000)) s; $PAR rows at a time;" \
     "a row's time is its builds and its tests), guard $gsec s, dist $dsec s; the slowest rows:" \
     "$(for r in "${rows[@]}"; do echo "${R_SEC[${r%%|*}]} ${r%%|*}"; done | sort -rn | head -n 5 | awk '{ printf "%s%s %d s", (NR > 1 ? ", " : ""), $2, $1 }')"
 results_row "$out" total "$TP" "$TF" "$TS" $((SECONDS - t_start))
