@@ -87,7 +87,7 @@ while IFS='|' read -r isa arch run_on; do
     fi
 done < <(awk -f tools/isas.awk -v want=rows config/isas.txt)
 if [ "$host_x86" = 1 ]; then
-    rows+=("sse2-asm|sse2|gcc ASM=1|ASM=1||||full|")
+    rows+=("sse2-asm|sse2|gcc ASM=1|ASM=1|||full|")
     # The oldest and newest compilers of the archive: the avx512vnni build
     # compiles every x86 kernel folder (its chain), warning-free, and must
     # write the golden logits. $ML_COMPILERS overrides the list.
@@ -190,6 +190,7 @@ prepare_row() {
     IFS='|' read -r label isa compiler margs runner how tests gkey <<<"${rows[$i]}"
     cpu_now; c0=$CPU_MS
     WARNED=0
+    case $tests in "" | all) tests=full ;; esac
     R_MODE[i]=done R_COL[i]=$tests
     echo "== $label: make ISA=$isa $margs${runner:+, run under $runner}"
     build ISA=scalar; R_REF[i]=$DIR
@@ -242,7 +243,7 @@ run_row() {
         fi
     else
         BUILD=$dir ISA=$isa RUNNER="$runner" REF_BUILD=${R_REF[i]} NOMMAP_BUILD=${R_NOMMAP[i]} THREADS_BUILD=${R_THREADS[i]} \
-            ML_PLAN="$tests" ML_ROW="$label" ML_RESULTS="$tmp/$label.tsv" \
+            ML_PLAN="${R_COL[i]}" ML_ROW="$label" ML_RESULTS="$tmp/$label.tsv" \
             nice bash tests/run_tests.sh >"$tmp/$i.run.log" 2>&1
         grep -E '^(FAIL|SKIP) - ' "$tmp/$i.run.log" | head -n 20 | sed "s/^/   [$label] /"
         if read -r p f s < <(results_total "$tmp/$label.tsv"); then
