@@ -4,13 +4,14 @@
 # cross compiler) is built with gcc and run on each CPU of its "run on"
 # column, natively or under qemu-user. Which tests a row runs is the test
 # plan's (tests/plan.txt): the first CPU of a line runs the "full" column, the
-# others the "qemu" one (bit-identity and the golden hashes). Further rows: sse2 ASM=1; i686 (M32=1); CMake with gcc
+# others the "qemu" one (bit-identity and the golden hashes). Further rows:
+# sse2 ASM=1; i686 (M32=1); CMake with gcc
 # and with mingw-w64 under wine (tests/cmake_row.sh); THREADS=pthread for the
 # aarch64 lines past neon; clang builds of every ARM line and of
 # $ML_CLANG_ISAS on x86, the last ARM one run under qemu; avx512vnni with the
 # archive's oldest and newest compilers. Then tests/test_guard.sh once (the
 # guard refusals), whose results fill the guard column, and
-# tests/dist_check.sh once (make dist).
+# tests/dist_check.sh once (make dist), each in the rows' pool after the rows.
 # Every build is made first, one at a time with make -j$ML_JOBS: each row's,
 # with what test_e2e.sh compares with (the native scalar gcc build, the
 # reference, and the row's build with ML_NO_MMAP=1 and with THREADS=pthread);
@@ -19,8 +20,9 @@
 # each row's output kept apart and printed in the rows' order.
 # Results (tests/results.sh): a row per matrix row in $ML_RESULTS (default
 # build/matrix.tsv): label, passed, failed, skipped, seconds, isa, compiler,
-# e2e, guard, how verified, CPU seconds (the row's builds and tests); the total last. Python tests run once (the scalar
-# row). A failed build, or one with compiler warnings, is one failure.
+# e2e, guard, how verified, CPU seconds (the row's builds and tests); the
+# total last. Python tests run once (the scalar row). A failed build, or one
+# with compiler warnings, is one failure.
 # env: PYTHON, MODELS (from make), ML_JOBS (default 2), ML_PAR (rows run at once, default ML_JOBS),
 #      ML_CLANG_ISAS (x86 builds also made with clang; default "scalar avx2"),
 #      ML_ROWS (only the rows whose labels match these patterns, e.g. "sve-* scalar",
