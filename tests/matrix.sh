@@ -232,10 +232,10 @@ prepare_row() {
 run_row() {
     local i=$1 label isa compiler margs runner how tests gkey t0=$SECONDS p=0 f=0 s=0 e2e="-" dir
     IFS='|' read -r label isa compiler margs runner how tests gkey <<<"${rows[$i]}"
-    how=${R_HOW[$label]} dir=${R_DIR[i]}
+    how=${R_HOW[$label]} dir=${R_DIR[i]:-}
     if [ "${R_MODE[i]}" = cmake ]; then
         # shellcheck disable=SC2086
-        REF_BUILD=${R_REF[i]} ML_RESULTS="$tmp/$label.tsv" nice bash tests/cmake_row.sh "build/$label" ${margs#cmake } >"$tmp/$i.run.log" 2>&1
+        REF_BUILD=${R_REF[i]:-} ML_RESULTS="$tmp/$label.tsv" nice bash tests/cmake_row.sh "build/$label" ${margs#cmake } >"$tmp/$i.run.log" 2>&1
         grep -E '^(FAIL|SKIP) - ' "$tmp/$i.run.log" | head -n 20 | sed "s/^/   [$label] /"
         if read -r p f s < <(results_total "$tmp/$label.tsv"); then
             e2e=$(awk -F'\t' '$1 == "e2e_golden" { print ($3 > 0 ? "FAIL" : "ok golden") }' "$tmp/$label.tsv")
@@ -244,7 +244,7 @@ run_row() {
             p=0 f=1 s=0
         fi
     else
-        BUILD=$dir ISA=$isa RUNNER="$runner" REF_BUILD=${R_REF[i]} NOMMAP_BUILD=${R_NOMMAP[i]} THREADS_BUILD=${R_THREADS[i]} \
+        BUILD=$dir ISA=$isa RUNNER="$runner" REF_BUILD=${R_REF[i]:-} NOMMAP_BUILD=${R_NOMMAP[i]:-} THREADS_BUILD=${R_THREADS[i]:-} \
             ML_PLAN="${R_COL[i]}" ML_ROW="$label" ML_RESULTS="$tmp/$label.tsv" \
             nice bash tests/run_tests.sh >"$tmp/$i.run.log" 2>&1
         grep -E '^(FAIL|SKIP) - ' "$tmp/$i.run.log" | head -n 20 | sed "s/^/   [$label] /"
@@ -335,6 +335,8 @@ t_run=$SECONDS
 # Each of the $PAR slots runs one job at a time, with its own folder of
 # test_e2e.sh's converted models (build/models, build/models-1, ...): two rows
 # never write one cache at once. Jobs 0..N-1 are the rows, N.. the ONCE scripts.
+# A job's .done file is written however its subshell ends (a missing .res is
+# one failure of the job), so a job that dies cannot stop the matrix.
 nrows=${#rows[@]} njobs=$((${#rows[@]} + ${#ONCE[@]}))
 declare -a SLOT
 next=0 shown=0
@@ -345,10 +347,10 @@ while [ "$shown" -lt "$njobs" ]; do
         [ "$next" -lt "$njobs" ] || break
         cache=build/models; [ "$s" = 0 ] || cache+=-$s
         if [ "$next" -lt "$nrows" ]; then
-            (export ML_E2E_MODELS=$cache; run_row "$next" >"$tmp/$next.out" 2>&1; : >"$tmp/$next.done") &
+            ( (export ML_E2E_MODELS=$cache; run_row "$next" >"$tmp/$next.out" 2>&1); : >"$tmp/$next.done") &
         else
             IFS='|' read -r tag script _ <<<"${ONCE[next - nrows]}"
-            (run_once "$tag" "$script" >"$tmp/$tag.out" 2>&1; : >"$tmp/$next.done") &
+            ( (run_once "$tag" "$script" >"$tmp/$tag.out" 2>&1); : >"$tmp/$next.done") &
         fi
         SLOT[s]=$next next=$((next + 1))
     done

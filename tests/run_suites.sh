@@ -151,7 +151,7 @@ while [ "$shown" -lt "${#later[@]}" ]; do
         [ -z "${SLOT[k]:-}" ] || [ -e "$tmp/${SLOT[k]}.done" ] || continue
         [ "$next" -lt "${#later[@]}" ] || break
         cache=build/models; [ "$k" = 0 ] || cache+=-$k
-        (export ML_E2E_MODELS=$cache; one_suite "${later[next]}" >"$tmp/${later[next]}.out" 2>&1; : >"$tmp/$next.done") &
+        ( (export ML_E2E_MODELS=$cache; one_suite "${later[next]}" >"$tmp/${later[next]}.out" 2>&1); : >"$tmp/$next.done") &
         SLOT[k]=$next next=$((next + 1))
     done
     while [ "$shown" -lt "${#later[@]}" ] && [ -e "$tmp/$shown.done" ]; do
