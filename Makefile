@@ -1,5 +1,5 @@
 # legacy-ml — `make help` lists the targets.
-#   make ISA=<isa> [THREADS=1|pthread] [ASM=0|1] [CROSS=<prefix>] [DEBUG=0|1] [ML_NO_MMAP=1] [SAN=1] [STATIC=1] [M32=1]
+#   make ISA=<isa> [THREADS=1|pthread] [ASM=0|1] [CROSS=<prefix>] [DEBUG=0|1] [ML_NO_MMAP=1] [SAN=1] [STATIC=1] [M32=1] [V=1]
 
 # `make run` without ISA (or with ISA=auto) picks the best build this CPU
 # runs; everything else defaults to scalar, which is also auto's probe.
@@ -21,6 +21,15 @@ CROSS    ?=
 CC       := $(if $(filter default,$(origin CC)),$(CROSS)gcc,$(CC))
 PYTHON   ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import numpy' 2>/dev/null && echo $$p && break; done)
 MODELS   ?= ../shared/models
+
+# ---- output: one short line per file or program ("  CC  core/arena.c",
+# "  LD  build/avx2/ml_run"), as the Linux kernel does; V=1 prints the
+# commands instead, make -s neither. Compiler warnings show either way. ----
+V        ?= 0
+SILENT   := $(findstring s,$(firstword -$(MAKEFLAGS)))
+Q        := $(if $(filter 1,$(V)),,@)
+# $(call show,CC,file): the short line, as the start of a recipe line after $(Q).
+show      = $(if $(filter 1,$(V))$(SILENT),,printf '  %-3s %s\n' '$(1)' '$(2)';)
 
 # ---- the ISA registry (config/isas.txt) decides the names, the fallback chain
 # (the kernel folders compiled into a build) and each folder's flags ----
@@ -99,7 +108,7 @@ APP_OBJ    := $(call obj,app/cli.c)
 PROGS      := $(BUILD)/ml_run $(BUILD)/ml_bench $(BUILD)/ml_perplexity
 TESTS      := $(patsubst tests/%.c,$(BUILD)/%,$(TEST_SRC))
 
-.PHONY: all progs help test check test-all run clean print-build print-progs bench bench-all bench-vs-llamacpp fuzz fuzz-bins dist
+.PHONY: all progs help test check check-builds test-all run clean print-build print-progs bench bench-all bench-vs-llamacpp fuzz fuzz-bins dist
 all: $(PROGS) $(TESTS)
 progs: $(PROGS)
 
@@ -110,7 +119,7 @@ help:
 	@echo "                         build for this CPU (ISA=auto; ISA=x forces a build)"
 	@echo "  make test              every ISA this machine can build and run (or emulate),"
 	@echo "                         every test, one result matrix (tests/matrix.sh; = make test-all)"
-	@echo "  make check [ISA=...]   the tests of one build only"
+	@echo "  make check [ISA=...]   every test of one build (tests/plan.txt: which test runs on which matrix row)"
 	@echo "  make bench             ml_bench of this build (kernels + stories15M decode)"
 	@echo "  make bench-all         every runnable x86 build side by side (BENCH_ARGS=...)"
 	@echo "  make bench-vs-llamacpp our best build beside llama.cpp's llama-bench (VS_ARGS=--help)"
@@ -121,41 +130,42 @@ help:
 	@echo "         THREADS=1|pthread ASM=0|1 DEBUG=0|1 CROSS=<prefix> ML_NO_MMAP=1 CC=clang"
 	@echo "         SAN=1 (ASan+UBSan, into build/<isa>-san/)  STATIC=1 (-static)"
 	@echo "         M32=1 (32-bit x86, -m32: scalar sse2 sse41 avx2 ...; needs SSE2; into build/<isa>-i686/)"
+	@echo "         V=1 (every compiler command; by default a line per file, make -s none)"
 
 # The C side of the registry, generated for every build: ml_isas_gen.h (the
 # ISA table, core/isa_check.c) and ml_bind_gen.h (the binding, config/ml_config.h).
 GEN_H      := $(BUILD)/gen/ml_isas_gen.h $(BUILD)/gen/ml_bind_gen.h
 $(GEN_H): $(BUILD)/gen/ml_%_gen.h: $(ISA_LIST) tools/isas.awk config/ml_kernels.h $(wildcard kernels/*/kernels_*.h)
 	@mkdir -p $(@D)
-	$(call isas,$(if $(filter isas,$*),header,bind),$(ISA)) >$@.tmp && mv $@.tmp $@
+	$(Q)$(call show,GEN,$@)$(call isas,$(if $(filter isas,$*),header,bind),$(ISA)) >$@.tmp && mv $@.tmp $@
 
 # ---- objects: baseline flags (BASE_FLAGS), except kernels/<isa>/ and the guard ----
 $(LIB_OBJ) $(TEST_LIB_OBJ) $(GUARD_OBJ) $(APP_OBJ) $(call obj,$(wildcard app/*.c) $(TEST_SRC)): | $(GEN_H) $(M32_ASM)
 $(BUILD)/m32-include/asm:
 	@mkdir -p $(@D)
-	ln -sfn /usr/include/$(shell $(CC) -print-multiarch)/asm $@
+	$(Q)$(call show,LN,$@)ln -sfn /usr/include/$(shell $(CC) -print-multiarch)/asm $@
 $(BUILD)/obj/kernels/%.o: kernels/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(BASE_FLAGS) $(call isa_flags,$(firstword $(subst /, ,$*))) -MMD -MP -c $< -o $@
+	$(Q)$(call show,CC,$<)$(CC) $(CFLAGS) $(BASE_FLAGS) $(call isa_flags,$(firstword $(subst /, ,$*))) -MMD -MP -c $< -o $@
 # A static pattern rule, so it wins over the .c rule when name.c also exists.
 $(call obj,$(ASM_FILES)): $(BUILD)/obj/kernels/%.o: kernels/%.S
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(BASE_FLAGS) $(call isa_flags,$(firstword $(subst /, ,$*))) -c $< -o $@
+	$(Q)$(call show,AS,$<)$(CC) $(CFLAGS) $(BASE_FLAGS) $(call isa_flags,$(firstword $(subst /, ,$*))) -c $< -o $@
 # The guard: only what every CPU of the architecture runs (no BASE_FLAGS).
 $(GUARD_OBJ): $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(Q)$(call show,CC,$<)$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(BASE_FLAGS) -MMD -MP -c $< -o $@
+	$(Q)$(call show,CC,$<)$(CC) $(CFLAGS) $(BASE_FLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/ml_run $(BUILD)/ml_bench $(BUILD)/ml_perplexity: $(BUILD)/%: $(BUILD)/obj/app/%.o $(APP_OBJ) $(GUARD_OBJ) $(LIB_OBJ)
-	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+	$(Q)$(call show,LD,$@)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 $(BUILD)/ml_perplexity: $(call obj,app/perplexity.c)
 $(BUILD)/ml_run: $(call obj,app/run_text.c)
 $(BUILD)/ml_bench: $(call obj,$(wildcard app/bench_*.c)) $(TEST_LIB_OBJ)
 $(TESTS): $(BUILD)/%: $(BUILD)/obj/tests/%.o $(GUARD_OBJ) $(LIB_OBJ) $(TEST_LIB_OBJ)
-	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(TEST_LDFLAGS_$(notdir $@))
+	$(Q)$(call show,LD,$@)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(TEST_LDFLAGS_$(notdir $@))
 
 # test_noalloc counts the allocations our own objects make after load.
 # test_fuzz_regress replays fuzz inputs, ml_run's argument parser included.
@@ -172,7 +182,7 @@ fuzz:
 	  EXTRA_CFLAGS="-g -fsanitize=fuzzer-no-link $(SAN_FLAGS)" fuzz-bins
 fuzz-bins: $(addprefix $(BUILD)/,$(FUZZ_TARGETS))
 $(BUILD)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_targets.h $(APP_OBJ) $(LIB_OBJ) | $(GEN_H)
-	$(CC) $(CFLAGS) -fsanitize=fuzzer $< $(APP_OBJ) $(LIB_OBJ) -o $@ $(LDLIBS)
+	$(Q)$(call show,LD,$@)$(CC) $(CFLAGS) -fsanitize=fuzzer $< $(APP_OBJ) $(LIB_OBJ) -o $@ $(LDLIBS)
 
 # ---- running ----
 # `make test`: the whole matrix (tests/matrix.sh: every ISA this machine
@@ -184,11 +194,15 @@ test: test-all
 # The reference is always the same build, whatever this command line says.
 REF_ARGS := ISA=scalar CC=gcc CROSS= THREADS=1 ASM=0 DEBUG=0 SAN=0 M32=0 ML_NO_MMAP= EXTRA_CFLAGS=
 
+# check-builds: the builds make check runs (tests/run_suites.sh makes them first).
 # SAN=1: a failed allocation (test_loader's 256 GiB arena) must return NULL, not abort.
-check: all
-	@ref=$$($(MAKE) -s $(REF_ARGS) print-build) && $(MAKE) -s $(REF_ARGS) $$ref/ml_run && \
-	nommap=$$($(MAKE) -s ML_NO_MMAP=1 print-build) && $(MAKE) -s ML_NO_MMAP=1 $$nommap/ml_run && \
-	threads=$$($(MAKE) -s THREADS=pthread print-build) && $(MAKE) -s THREADS=pthread $$threads/ml_run && \
+SIBLINGS := ref=$$($(MAKE) -s $(REF_ARGS) print-build) && nommap=$$($(MAKE) -s ML_NO_MMAP=1 print-build) && \
+	threads=$$($(MAKE) -s THREADS=pthread print-build)
+check-builds: all
+	@$(SIBLINGS) && $(MAKE) -s $(REF_ARGS) $$ref/ml_run && $(MAKE) -s ML_NO_MMAP=1 $$nommap/ml_run && \
+	$(MAKE) -s THREADS=pthread $$threads/ml_run
+check: check-builds
+	@$(SIBLINGS) && \
 	$(if $(filter 1,$(SAN)),ASAN_OPTIONS="allocator_may_return_null=1:$$ASAN_OPTIONS") \
 	  BUILD=$(BUILD) ISA=$(ISA) PYTHON=$(PYTHON) MODELS=$(MODELS) RUNNER="$(RUNNER)" \
 	  REF_BUILD=$$ref NOMMAP_BUILD=$$nommap THREADS_BUILD=$$threads bash tests/run_tests.sh
@@ -201,8 +215,9 @@ print-progs:
 test-all:
 	@PYTHON=$(PYTHON) MODELS=$(MODELS) bash tests/matrix.sh
 
-run: $(BUILD)/ml_run
-	@BUILD=$(BUILD) RUN_ISA=$(RUN_ISA) MAKE="$(MAKE)" bash tools/run_default.sh
+# tools/run_default.sh makes the builds it needs, a line per build (V=1: every command).
+run:
+	@BUILD=$(BUILD) ISA=$(ISA) RUN_ISA=$(RUN_ISA) V=$(V) MAKE="$(MAKE)" bash tools/run_default.sh
 
 bench: all
 	$(BUILD)/ml_bench $(BENCH_ARGS)

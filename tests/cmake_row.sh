@@ -11,8 +11,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 . tests/sh_lib.sh
 dir=$1; shift
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+scratch
 check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
 
 if ! cmake -S . -B "$dir" "$@" >"$tmp/configure.log" 2>&1; then

@@ -2,36 +2,43 @@
 # make test: the build matrix. Its rows come from the ISA registry
 # (config/isas.txt): each line this machine can build (natively or with the
 # cross compiler of its architecture's line) is built with gcc and run on each
-# CPU of its "run on" column, natively or under that line's qemu-user. The
-# first CPU of a line runs every test of the build; the others run
-# test_kernels and test_e2e.sh (bit-identity and the golden hashes). Further
-# rows: sse2 ASM=1; i686 (M32=1: "i686" in the "run on" column); CMake with gcc
+# CPU of its "run on" column, natively or under that line's qemu-user. Which
+# tests a row runs is the test plan's (tests/plan.txt): the first CPU of a
+# line runs the "full" column, the others the "qemu" one (bit-identity and the
+# golden hashes). Further rows: sse2 ASM=1; i686 (M32=1: "i686" in the "run
+# on" column); CMake with gcc
 # and with mingw-w64 under wine (tests/cmake_row.sh); THREADS=pthread for the
 # aarch64 lines past neon; clang builds of every ARM line and of
 # $ML_CLANG_ISAS on x86, the last ARM one run under qemu; avx512vnni with the
 # archive's oldest and newest compilers. Then tests/test_guard.sh once (the
 # guard refusals), whose results fill the guard column, and
-# tests/dist_check.sh once (make dist).
-# Every row first builds what test_e2e.sh compares with: the native scalar
-# gcc build (the reference), and the row's build with ML_NO_MMAP=1 and with
-# THREADS=pthread; a build is made once, whatever rows share it.
+# tests/dist_check.sh once (make dist), each in the rows' pool after the rows.
+# Every build is made first, one at a time with make -j$ML_JOBS: each row's,
+# with what test_e2e.sh compares with (the native scalar gcc build, the
+# reference, and the row's build with ML_NO_MMAP=1 and with THREADS=pthread);
+# a build is made once, whatever rows share it. Then the rows' tests run,
+# $ML_PAR rows at a time (most run one test process at a time, on one core),
+# each row's output kept apart and printed in the rows' order.
 # Results (tests/results.sh): a row per matrix row in $ML_RESULTS (default
 # build/matrix.tsv): label, passed, failed, skipped, seconds, isa, compiler,
-# e2e, guard, how verified; the total last. Python tests run once (the scalar
-# row). A failed build, or one with compiler warnings, is one failure.
-# env: PYTHON, MODELS (from make), ML_JOBS (default 2),
+# e2e, guard, how verified, CPU seconds (the row's builds and tests); the
+# total last. Python tests run once (the scalar row). A failed build, or one
+# with compiler warnings, is one failure.
+# env: PYTHON, MODELS (from make), ML_JOBS (default 2), ML_PAR (rows run at once, default ML_JOBS),
 #      ML_CLANG_ISAS (x86 builds also made with clang; default "scalar avx2"),
 #      ML_ROWS (only the rows whose labels match these patterns, e.g. "sve-* scalar",
 #      and test_guard.sh not run: for working on a few rows)
 set -u
 cd "$(dirname "$0")/.." || exit 1
 . tests/results.sh
+. tests/plan.sh
 # Each row names its compiler and options: a parent make's command line
 # (make test ISA=neon CROSS=...) must not leak into the builds made here.
 unset CC MAKEFLAGS MFLAGS MAKELEVEL ISA THREADS ASM DEBUG SAN CROSS M32 ML_NO_MMAP EXTRA_CFLAGS BUILD RUNNER
 : "${PYTHON:=}" "${MODELS:=../shared/models}"
 export PYTHON MODELS
 JOBS=${ML_JOBS:-2}
+PAR=${ML_PAR:-$JOBS}
 CLANG_ISAS=${ML_CLANG_ISAS:-scalar avx2}
 out=${ML_RESULTS:-build/matrix.tsv}
 unset ML_RESULTS
@@ -42,12 +49,11 @@ tmp=$(mktemp -d)
 trap '[ -d "$tmp/wine" ] && WINEPREFIX="$tmp/wine" wineserver -k 2>/dev/null; rm -rf "$tmp"' EXIT
 have() { command -v "$1" >/dev/null 2>&1; }
 t_start=$SECONDS
-SUBSET="test_kernels test_e2e.sh"
 # One wine prefix for every wine row (its creation takes ~10 s).
 export WINEPREFIX="$tmp/wine" WINEDEBUG=-all
 
 # ---- the rows -----------------------------------------------------------------
-# label|isa|compiler|make args|runner|how|tests ("" all, else the list)|guard label
+# label|isa|compiler|make args|runner|how|tests (a column of tests/plan.txt, or build)|guard label
 rows=()
 notes=()
 host_x86=0
@@ -61,7 +67,7 @@ while IFS='|' read -r isa arch run_on; do
     x86 | any)
         if [ "$host_x86" = 0 ]; then notes+=("$isa: host is $(uname -m), not x86-64"); continue; fi
         # "native" and "i686" (a 32-bit row, added below with the other native rows)
-        [[ ";$run_on;" == *";native;"* ]] && rows+=("$isa|$isa|gcc||||all|$isa")
+        [[ ";$run_on;" == *";native;"* ]] && rows+=("$isa|$isa|gcc||||full|$isa")
         [[ ";$run_on;" == *";i686;"* ]] && i686_isas+=" $isa"
         continue ;;
     esac
@@ -70,32 +76,32 @@ while IFS='|' read -r isa arch run_on; do
     first=1
     IFS=';' read -ra cpus <<<"$run_on"
     for cpu in "${cpus[@]}"; do
-        run="" how="compile-only: no $qemu" tests=all
+        run="" how="compile-only: no $qemu" tests=full
         if have "$qemu"; then run="$qemu -L /usr/${cross%-} -cpu $cpu" how="$qemu -cpu $cpu"; fi
-        if [ "$first" = 1 ]; then first_run=$run first_how=$how; else tests=$SUBSET how+=" ($SUBSET)"; fi
+        if [ "$first" = 1 ]; then first_run=$run first_how=$how; else tests=qemu; fi
         rows+=("$isa-$tag-${cpu//,sve-default-vector-length=/-vl}|$isa|${cross}gcc|CROSS=$cross|$run|$how|$tests|$([ "$first" = 1 ] && echo "$isa-$tag")")
         # Threads on the aarch64 builds past neon: -t 1, 2, 3, 8 (test_e2e.sh, test_threads).
         if [ "$first" = 1 ] && [ "$arch" = aarch64 ] && [ "$isa" != neon ]; then
-            rows+=("$isa-$tag-pthread|$isa|${cross}gcc THREADS=pthread|CROSS=$cross THREADS=pthread|$run|$how (test_threads $SUBSET)|test_threads $SUBSET|")
+            rows+=("$isa-$tag-pthread|$isa|${cross}gcc THREADS=pthread|CROSS=$cross THREADS=pthread|$run|$how|threads|")
         fi
         first=0
     done
     if have clang; then
         rows+=("$isa-$tag-clang|$isa|clang --target=${cross%-}|CROSS=$cross CC=clang|||build|")
-        last_arm="$isa-$tag-clang|$isa|clang --target=${cross%-}|CROSS=$cross CC=clang|$first_run|$first_how|all|"
+        last_arm="$isa-$tag-clang|$isa|clang --target=${cross%-}|CROSS=$cross CC=clang|$first_run|$first_how|full|"
     fi
 done < <(awk -f tools/isas.awk -v want=rows config/isas.txt)
 if [ "$host_x86" = 1 ]; then
-    rows+=("sse2-asm|sse2|gcc ASM=1|ASM=1||||all|")
+    rows+=("sse2-asm|sse2|gcc ASM=1|ASM=1|||full|")
     # The oldest and newest compilers of the archive: the avx512vnni build
     # compiles every x86 kernel folder (its chain), warning-free, and must
     # write the golden logits. $ML_COMPILERS overrides the list.
     for cc in ${ML_COMPILERS:-gcc-11 clang-13 clang-22}; do
-        if have "$cc"; then rows+=("avx512vnni-$cc|avx512vnni|$cc|CC=$cc|||$SUBSET|")
+        if have "$cc"; then rows+=("avx512vnni-$cc|avx512vnni|$cc|CC=$cc|||compilers|")
         else notes+=("avx512vnni with $cc: $cc not installed"); fi
     done
     if have clang; then
-        for isa in $CLANG_ISAS; do rows+=("$isa-clang|$isa|clang|CC=clang|||all|"); done
+        for isa in $CLANG_ISAS; do rows+=("$isa-clang|$isa|clang|CC=clang|||full|"); done
     else
         notes+=("x86 clang rows: clang not installed")
     fi
@@ -103,27 +109,24 @@ fi
 # 32-bit x86 (M32=1, gcc-12-multilib) natively, and CMake rows: gcc natively
 # and mingw-w64 under wine (tests/cmake_row.sh: ctest's C tests and
 # e2e_golden, plus --cpu-info and the story text against the Linux build).
-# Lean, for CI time: the C tests and test_e2e.sh (and test_malformed.sh's
-# address-space case on scalar-i686).
+# Their tests: the plan's i686 and cmake columns.
 if [ "$host_x86" = 1 ]; then
-    ctests=$(cd tests && ls test_*.c | sed 's/\.c$//' | tr '\n' ' ')
     if echo 'int main(void) { return 0; }' | gcc -m32 -x c - -o "$tmp/m32" 2>/dev/null; then
         for isa in $i686_isas; do
-            extra=""; [ "$isa" = scalar ] && extra=" test_malformed.sh"
-            rows+=("$isa-i686|$isa|gcc -m32|M32=1|||${ctests}test_e2e.sh$extra|$isa-i686")
+            rows+=("$isa-i686|$isa|gcc -m32|M32=1|||i686|$isa-i686")
         done
     else
         notes+=("i686 rows: gcc -m32 cannot link (apt-get install gcc-12-multilib)")
     fi
     if have cmake; then
-        rows+=("cmake-gcc-avx2-threads|avx2|cmake + gcc|cmake -DML_ISA=avx2 -DML_THREADS=ON||native (ctest)|all|")
+        rows+=("cmake-gcc-avx2-threads|avx2|cmake + gcc|cmake -DML_ISA=avx2 -DML_THREADS=ON||native (ctest)|cmake|")
     else
         notes+=("CMake rows: cmake not installed")
     fi
     if have cmake && have x86_64-w64-mingw32-gcc && { have wine64 || have wine; }; then
         for isa in scalar avx2; do
             for th in OFF ON; do
-                rows+=("mingw-$isa$([ $th = ON ] && echo -threads)|$isa|x86_64-w64-mingw32-gcc (CMake)|cmake -DCMAKE_TOOLCHAIN_FILE=cmake/mingw-w64-x86_64.cmake -DML_ISA=$isa -DML_THREADS=$th|wine|wine (ctest)|all|")
+                rows+=("mingw-$isa$([ $th = ON ] && echo -threads)|$isa|x86_64-w64-mingw32-gcc (CMake)|cmake -DCMAKE_TOOLCHAIN_FILE=cmake/mingw-w64-x86_64.cmake -DML_ISA=$isa -DML_THREADS=$th|wine|wine (ctest)|cmake|")
             done
         done
     else
@@ -172,24 +175,36 @@ build() {
     [ -n "$DIR" ]
 }
 
-# ---- build and test each row ------------------------------------------------------
+# ---- build every row, one build at a time -------------------------------------------
+# cpu_now: sets CPU_MS to the CPU time (user + system, ms) of this shell's
+# finished children so far: what a row costs whatever else runs on the machine.
+# (Not cpu=$(...): times in a fresh subshell would see no children.)
+cpu_now() {
+    local f=$tmp/times.$BASHPID
+    times >"$f"
+    CPU_MS=$(awk 'END { split($1 " " $2, t, /[ms ]+/); printf "%d\n", (t[1] * 60 + t[2] + t[3] * 60 + t[4]) * 1000 }' "$f")
+}
+# prepare_row I: the builds of row I, its output in $tmp/I.log. Sets R_MODE[I]
+# (tests: run_tests.sh, cmake: tests/cmake_row.sh, done: nothing to run) and
+# what the run needs; a row without tests to run gets its counts here.
 TP=0 TF=0 TS=0
 declare -A R_P R_F R_S R_E2E R_HOW R_SEC
-for row in "${rows[@]}"; do
-    IFS='|' read -r label isa compiler margs runner how tests gkey <<<"$row"
-    t0=$SECONDS p=0 f=0 s=0 e2e="-"
+declare -a R_MODE R_DIR R_REF R_NOMMAP R_THREADS R_COL R_BSEC R_CPU
+prepare_row() {
+    local i=$1 label isa compiler margs runner how tests gkey t0=$SECONDS c0 p=0 f=0
+    IFS='|' read -r label isa compiler margs runner how tests gkey <<<"${rows[$i]}"
+    cpu_now; c0=$CPU_MS
     WARNED=0
+    case $tests in "" | all) tests=full ;; esac
+    R_MODE[i]=done R_COL[i]=$tests
     echo "== $label: make ISA=$isa $margs${runner:+, run under $runner}"
-    build ISA=scalar; ref=$DIR
+    build ISA=scalar; R_REF[i]=$DIR
     if [[ $margs == cmake* ]]; then
-        # shellcheck disable=SC2086
-        REF_BUILD=$ref ML_RESULTS="$tmp/$label.tsv" nice bash tests/cmake_row.sh "build/$label" ${margs#cmake } >"$tmp/run.log" 2>&1
-        grep -E '^(FAIL|SKIP) - ' "$tmp/run.log" | head -n 20 | sed "s/^/   [$label] /"
-        if read -r p f s < <(results_total "$tmp/$label.tsv"); then
-            e2e=$(awk -F'\t' '$1 == "e2e_golden" { print ($3 > 0 ? "FAIL" : "ok golden") }' "$tmp/$label.tsv")
-        else
-            echo "FAIL - $label: tests/cmake_row.sh wrote no results"; tail -n 5 "$tmp/run.log" | sed 's/^/    /'
-            p=0 f=1 s=0
+        R_MODE[i]=cmake
+        # The wine rows share one prefix: made here, before rows run side by
+        # side, as two first runs in a fresh prefix race to create it.
+        if [ "$runner" = wine ] && [ ! -e "$WINEPREFIX/system.reg" ]; then
+            "$(command -v wine64 || command -v wine)" wineboot --init >/dev/null 2>&1
         fi
     # shellcheck disable=SC2086
     elif ! build ISA="$isa" $margs; then
@@ -200,24 +215,47 @@ for row in "${rows[@]}"; do
         # A native build this CPU cannot run: test_guard.sh checks that the guard refuses it.
         p=1 how="compile + guard refusal (CPU lacks $isa)"
     else
-        dir=$DIR how=${how:-native}
+        R_MODE[i]=tests R_DIR[i]=$DIR how=${how:-native}
+        if [ "$tests" != full ]; then
+            local list n
+            list=$(plan_tests "$tests" "$label") n=$(wc -w <<<"$list")
+            if [ "$n" -le 3 ]; then how+=" ($list)"; else how+=" (the plan's $tests column: $n tests)"; fi
+        fi
         # shellcheck disable=SC2086
-        build ISA="$isa" $margs ML_NO_MMAP=1; nommap=$DIR
+        build ISA="$isa" $margs ML_NO_MMAP=1; R_NOMMAP[i]=$DIR
         # shellcheck disable=SC2086
-        build ISA="$isa" $margs THREADS=pthread; threads=$DIR
-        skip="test_guard.sh"
-        [ "$label" = scalar ] || skip+=" *.py"
-        only=""
-        [ "$tests" = all ] || only=$tests
-        BUILD=$dir ISA=$isa RUNNER="$runner" REF_BUILD=$ref NOMMAP_BUILD=$nommap THREADS_BUILD=$threads \
-            ML_TESTS="$only" ML_SKIP_TESTS="$skip" ML_RESULTS="$tmp/$label.tsv" \
-            nice bash tests/run_tests.sh >"$tmp/run.log" 2>&1
-        grep -E '^(FAIL|SKIP) - ' "$tmp/run.log" | head -n 20 | sed "s/^/   [$label] /"
+        build ISA="$isa" $margs THREADS=pthread; R_THREADS[i]=$DIR
+    fi
+    R_P[$label]=$p R_F[$label]=$((f + WARNED)) R_S[$label]=0 R_E2E[$label]="-" R_HOW[$label]=$how
+    cpu_now; R_BSEC[i]=$((SECONDS - t0)) R_CPU[i]=$((CPU_MS - c0))
+}
+
+# run_row I: runs row I's tests (its output on stdout), then writes
+# "passed failed skipped seconds|e2e|how" to $tmp/I.res.
+run_row() {
+    local i=$1 label isa compiler margs runner how tests gkey t0=$SECONDS p=0 f=0 s=0 e2e="-" dir
+    IFS='|' read -r label isa compiler margs runner how tests gkey <<<"${rows[$i]}"
+    how=${R_HOW[$label]} dir=${R_DIR[i]:-}
+    if [ "${R_MODE[i]}" = cmake ]; then
+        # shellcheck disable=SC2086
+        REF_BUILD=${R_REF[i]:-} ML_RESULTS="$tmp/$label.tsv" nice bash tests/cmake_row.sh "build/$label" ${margs#cmake } >"$tmp/$i.run.log" 2>&1
+        grep -E '^(FAIL|SKIP) - ' "$tmp/$i.run.log" | head -n 20 | sed "s/^/   [$label] /"
+        if read -r p f s < <(results_total "$tmp/$label.tsv"); then
+            e2e=$(awk -F'\t' '$1 == "e2e_golden" { print ($3 > 0 ? "FAIL" : "ok golden") }' "$tmp/$label.tsv")
+        else
+            echo "FAIL - $label: tests/cmake_row.sh wrote no results"; tail -n 5 "$tmp/$i.run.log" | sed 's/^/    /'
+            p=0 f=1 s=0
+        fi
+    else
+        BUILD=$dir ISA=$isa RUNNER="$runner" REF_BUILD=${R_REF[i]:-} NOMMAP_BUILD=${R_NOMMAP[i]:-} THREADS_BUILD=${R_THREADS[i]:-} \
+            ML_PLAN="${R_COL[i]}" ML_ROW="$label" ML_RESULTS="$tmp/$label.tsv" \
+            nice bash tests/run_tests.sh >"$tmp/$i.run.log" 2>&1
+        grep -E '^(FAIL|SKIP) - ' "$tmp/$i.run.log" | head -n 20 | sed "s/^/   [$label] /"
         if read -r p f s < <(results_total "$tmp/$label.tsv"); then
             e2e=$(awk -F'\t' '$1 == "test_e2e.sh" { print ($3 > 0 ? "FAIL " $3 "/" $2 + $3 : "ok " $2) ($4 > 0 ? " (" $4 " skip)" : "") }' "$tmp/$label.tsv")
             [ -n "$e2e" ] || e2e="-"
         else
-            echo "FAIL - $label: tests/run_tests.sh wrote no results"; tail -n 5 "$tmp/run.log" | sed 's/^/    /'
+            echo "FAIL - $label: tests/run_tests.sh wrote no results"; tail -n 5 "$tmp/$i.run.log" | sed 's/^/    /'
             p=0 f=1 s=0
         fi
         # The ASM=1 row also proves which file the kernel came from.
@@ -230,35 +268,112 @@ for row in "${rows[@]}"; do
             fi
         fi
     fi
-    f=$((f + WARNED))
-    R_P[$label]=$p R_F[$label]=$f R_S[$label]=$s R_E2E[$label]=$e2e R_HOW[$label]=$how R_SEC[$label]=$((SECONDS - t0))
-    TP=$((TP + p)) TF=$((TF + f)) TS=$((TS + s))
-    echo "   $label: $p passed, $f failed, $s skipped, e2e $e2e (${R_SEC[$label]} s)"
+    cpu_now
+    echo "$p $f $s $((SECONDS - t0)) $CPU_MS|$e2e|$how" >"$tmp/$i.res"
+}
+
+# finish_row I: prints row I's output and adds its counts (after its run, if any).
+finish_row() {
+    local i=$1 label p f s sec cpu e2e how
+    label=${rows[$i]%%|*}
+    cat "$tmp/$i.log"
+    if [ "${R_MODE[i]}" != done ]; then
+        cat "$tmp/$i.out"
+        if IFS='|' read -r counts e2e how <"$tmp/$i.res"; then
+            read -r p f s sec cpu <<<"$counts"
+            R_CPU[i]=$((R_CPU[i] + cpu)) CPU_RUN=$((CPU_RUN + cpu))
+            R_P[$label]=$((${R_P[$label]} + p)) R_F[$label]=$((${R_F[$label]} + f)) R_S[$label]=$s
+            R_E2E[$label]=$e2e R_HOW[$label]=$how R_BSEC[i]=$((R_BSEC[i] + sec))
+        else
+            echo "FAIL - $label: its run left no results"; R_F[$label]=$((${R_F[$label]} + 1))
+        fi
+    fi
+    R_SEC[$label]=${R_BSEC[i]}
+    TP=$((TP + ${R_P[$label]})) TF=$((TF + ${R_F[$label]})) TS=$((TS + ${R_S[$label]}))
+    echo "   $label: ${R_P[$label]} passed, ${R_F[$label]} failed, ${R_S[$label]} skipped, e2e ${R_E2E[$label]} (${R_SEC[$label]} s)"
+}
+
+t_build=$SECONDS CPU_RUN=0
+cpu_now; c_build=$CPU_MS
+for i in "${!rows[@]}"; do
+    prepare_row "$i" >"$tmp/$i.log"
+    echo "   built ${rows[$i]%%|*} (${R_BSEC[i]} s)"
 done
+cpu_now; t_build=$((SECONDS - t_build)) c_build=$((CPU_MS - c_build))
 
 # ---- run once: the guard (reuses the builds above) and make dist ---------------------
-# run_once NAME TAG SCRIPT: runs tests/SCRIPT (its results in $tmp/TAG.tsv), adds
-# its counts to the totals; sets O_P O_F O_S O_SEC. Skipped when ML_ROWS is set.
+# run_once TAG SCRIPT: runs tests/SCRIPT (its results in $tmp/TAG.tsv), its output
+# on stdout; writes "passed failed skipped seconds" to $tmp/TAG.res. Skipped when
+# ML_ROWS is set, and a test the plan's "once" column does not name.
 run_once() {
-    local name=$1 tag=$2 script=$3 t=$SECONDS
-    echo "== tests/$script ($name)"
+    local tag=$1 script=$2 t=$SECONDS p f s
     if [ -n "${ML_ROWS:-}" ]; then
         printf 'total\t0\t0\t1\t0\n' >"$tmp/$tag.tsv"; echo "SKIP - $script: ML_ROWS is set"
+    elif [[ $script == test_* ]] && ! plan_runs "$script" once matrix; then
+        printf 'total\t0\t0\t1\t0\n' >"$tmp/$tag.tsv"; echo "SKIP - $script: not in tests/plan.txt's once column"
     else
         ML_RESULTS="$tmp/$tag.tsv" nice bash "tests/$script" >"$tmp/$tag.log" 2>&1
         grep -E '^(FAIL|SKIP) - ' "$tmp/$tag.log" | sed "s/^/   [$tag] /"
     fi
-    if ! read -r O_P O_F O_S < <(results_total "$tmp/$tag.tsv"); then
-        O_P=0 O_F=1 O_S=0; echo "FAIL - $script wrote no results"; tail -n 5 "$tmp/$tag.log" | sed 's/^/    /'
+    if ! read -r p f s < <(results_total "$tmp/$tag.tsv"); then
+        p=0 f=1 s=0; echo "FAIL - $script wrote no results"; tail -n 5 "$tmp/$tag.log" | sed 's/^/    /'
     fi
-    O_SEC=$((SECONDS - t))
+    echo "$p $f $s $((SECONDS - t))" >"$tmp/$tag.res"
+}
+ONCE=("guard|test_guard.sh|every guard refusal" "dist|dist_check.sh|make dist: static, golden, launcher")
+# finish_once K: prints the K-th once-only script's output, adds its counts; sets O_P O_F O_S O_SEC.
+finish_once() {
+    local tag script name
+    IFS='|' read -r tag script name <<<"${ONCE[$1]}"
+    echo "== tests/$script ($name)"
+    cat "$tmp/$tag.out"
+    read -r O_P O_F O_S O_SEC <"$tmp/$tag.res" || { O_P=0 O_F=1 O_S=0 O_SEC=0; echo "FAIL - $script did not finish"; }
     TP=$((TP + O_P)) TF=$((TF + O_F)) TS=$((TS + O_S))
     echo "   $script: $O_P passed, $O_F failed, $O_S skipped ($O_SEC s)"
 }
-run_once "every guard refusal" guard test_guard.sh
-gp=$O_P gf=$O_F gs=$O_S gsec=$O_SEC
-run_once "make dist: static, golden, launcher" dist dist_check.sh
-dp=$O_P df=$O_F ds=$O_S dsec=$O_SEC
+
+# ---- run the rows, then the once-only scripts, $PAR at a time; print in order -------
+echo "== running the rows' tests, then the guard and make dist, $PAR at a time (builds took $t_build s)"
+t_run=$SECONDS
+# Each of the $PAR slots runs one job at a time, with its own folder of
+# test_e2e.sh's converted models (build/models, build/models-1, ...): two rows
+# never write one cache at once. Jobs 0..N-1 are the rows, N.. the ONCE scripts.
+# A job's .done file is written however its subshell ends (a missing .res is
+# one failure of the job), so a job that dies cannot stop the matrix.
+nrows=${#rows[@]} njobs=$((${#rows[@]} + ${#ONCE[@]}))
+declare -a SLOT
+next=0 shown=0
+while [ "$shown" -lt "$njobs" ]; do
+    for ((s = 0; s < PAR; s++)); do
+        [ -z "${SLOT[s]:-}" ] || [ -e "$tmp/${SLOT[s]}.done" ] || continue
+        while [ "$next" -lt "$nrows" ] && [ "${R_MODE[next]}" = done ]; do next=$((next + 1)); done
+        [ "$next" -lt "$njobs" ] || break
+        cache=build/models; [ "$s" = 0 ] || cache+=-$s
+        if [ "$next" -lt "$nrows" ]; then
+            ( (export ML_E2E_MODELS=$cache; run_row "$next" >"$tmp/$next.out" 2>&1); : >"$tmp/$next.done") &
+        else
+            IFS='|' read -r tag script _ <<<"${ONCE[next - nrows]}"
+            ( (run_once "$tag" "$script" >"$tmp/$tag.out" 2>&1); : >"$tmp/$next.done") &
+        fi
+        SLOT[s]=$next next=$((next + 1))
+    done
+    while [ "$shown" -lt "$njobs" ] && { [ -e "$tmp/$shown.done" ] || { [ "$shown" -lt "$nrows" ] && [ "${R_MODE[shown]}" = done ]; }; }; do
+        if [ "$shown" -lt "$nrows" ]; then
+            finish_row "$shown"
+            [ "$shown" -lt "$((nrows - 1))" ] || t_run=$((SECONDS - t_run))
+        else
+            finish_once $((shown - nrows))
+            case ${ONCE[shown - nrows]%%|*} in
+            guard) gp=$O_P gf=$O_F gs=$O_S gsec=$O_SEC ;;
+            dist) dp=$O_P df=$O_F ds=$O_S dsec=$O_SEC ;;
+            esac
+        fi
+        shown=$((shown + 1))
+    done
+    [ "$shown" -lt "$njobs" ] && sleep 1
+done
+wait
+[ "$nrows" -gt 0 ] || t_run=0
 
 # guard_of LABEL: test_guard.sh's row for that build, or n/a.
 guard_of() {
@@ -274,8 +389,8 @@ echo
 printf "$fmt" "row" "compiler" "tests" "e2e" "guard refusal" "time" "how verified"
 # shellcheck disable=SC2059
 printf "$fmt" "---" "--------" "-----" "---" "-------------" "----" "------------"
-for row in "${rows[@]}"; do
-    IFS='|' read -r label isa compiler margs runner how tests gkey <<<"$row"
+for i in "${!rows[@]}"; do
+    IFS='|' read -r label isa compiler margs runner how tests gkey <<<"${rows[$i]}"
     t="ok ${R_P[$label]}"
     [ "${R_F[$label]}" -gt 0 ] && t="FAIL ${R_F[$label]}, ok ${R_P[$label]}"
     [ "${R_S[$label]}" -gt 0 ] && t+=" (${R_S[$label]} skip)"
@@ -283,13 +398,17 @@ for row in "${rows[@]}"; do
     # shellcheck disable=SC2059
     printf "$fmt" "$label" "$compiler" "$t" "${R_E2E[$label]}" "$g" "${R_SEC[$label]} s" "${R_HOW[$label]}"
     results_row "$out" "$label" "${R_P[$label]}" "${R_F[$label]}" "${R_S[$label]}" "${R_SEC[$label]}" \
-        "$isa" "$compiler" "${R_E2E[$label]}" "$g" "${R_HOW[$label]}"
+        "$isa" "$compiler" "${R_E2E[$label]}" "$g" "${R_HOW[$label]}" "$((R_CPU[i] / 1000))"
 done
 results_row "$out" test_guard.sh "$gp" "$gf" "$gs" "$gsec" - - - - "once, every guard refusal"
 results_row "$out" dist_check.sh "$dp" "$df" "$ds" "$dsec" - - - - "once, make dist: static, golden, launcher"
 for n in "${notes[@]}"; do echo "note: not built: $n"; done
-echo "(tests = every test of the row, test_e2e.sh included; guard = tests/test_guard.sh, run once:" \
-    "$gp passed, $gf failed, $gs skipped; make dist's check: $dp passed, $df failed, $ds skipped; total time $((SECONDS - t_start)) s; results in $out)"
+echo "(tests = the row's column of tests/plan.txt, test_e2e.sh included; guard = tests/test_guard.sh, run once:" \
+    "$gp passed, $gf failed, $gs skipped; make dist's check: $dp passed, $df failed, $ds skipped; results in $out)"
+echo "time: $((SECONDS - t_start)) s: builds $t_build s (CPU $((c_build / 1000)) s), the rows' tests $t_run s" \
+    "(CPU $((CPU_RUN / 1000)) s; $PAR rows at a time;" \
+    "a row's time is its builds and its tests), guard $gsec s, dist $dsec s; the slowest rows:" \
+    "$(for r in "${rows[@]}"; do echo "${R_SEC[${r%%|*}]} ${r%%|*}"; done | sort -rn | head -n 5 | awk '{ printf "%s%s %d s", (NR > 1 ? ", " : ""), $2, $1 }')"
 results_row "$out" total "$TP" "$TF" "$TS" $((SECONDS - t_start))
 results_line "$TP" "$TF" "$TS"
 [ "$TF" -eq 0 ]

@@ -2,21 +2,26 @@
 # CI driver: the main test command, then the checking-tool suites, and one
 # last line "N passed, N failed, N skipped" over all of them.
 #   main        the command given (default: make test, the ISA matrix)
-#   san-scalar  make check ISA=scalar SAN=1 CC=clang  (ASan + UBSan: every C
-#   san-avx2    make check ISA=avx2 SAN=1 CC=clang    and shell test; the
-#                                                     Python ones are skipped)
-#   vg-scalar   tests/test_e2e.sh of ISA=scalar under valgrind memcheck
-#   vg-avx2     tests/test_e2e.sh of ISA=avx2 under valgrind memcheck
+#   san-scalar  make check ISA=scalar SAN=1 CC=clang  (ASan + UBSan: the tests
+#   san-avx2    make check ISA=avx2 SAN=1 CC=clang    of tests/plan.txt's san column)
+#   vg-scalar   the vg column's tests (test_e2e.sh) of ISA=scalar under valgrind memcheck
+#   vg-avx2     the same of ISA=avx2
 # Each suite writes its results file (tests/results.sh; run_tests.sh or
 # matrix.sh: the main command must be one of those layers, e.g. make test or
 # make check), whose total row is added up. Sanitizer and valgrind reports go to log files,
 # so a report from a run whose exit code a test does not look at still
 # counts: each suite with a report is one more failure, and its first
 # lines are shown. A suite without a results file is one failure.
+# main runs first, alone (the matrix runs its own rows side by side), its
+# output streamed. Then the other suites' builds are made, one at a time with
+# make -j$ML_JOBS, and the suites run $ML_PAR at a time (each runs one test
+# process at a time), their output kept apart and printed in order.
 # Results: a row per suite and the total in $ML_RESULTS (default build/suites.tsv),
-# and the last line "N passed, N failed, N skipped".
+# and at the end each suite's counts and seconds with its slowest parts (the
+# matrix's rows, a suite's tests), then the last line "N passed, N failed, N skipped".
 # usage: bash tests/run_suites.sh [MAIN COMMAND...]
-# env: ML_SUITES (default "main san-scalar san-avx2 vg-scalar vg-avx2"), ML_JOBS (default 2)
+# env: ML_SUITES (default "main san-scalar san-avx2 vg-scalar vg-avx2"), ML_JOBS (default 2),
+#      ML_PAR (suites at once, default ML_JOBS)
 set -u
 cd "$(dirname "$0")/.."
 . tests/results.sh
@@ -27,18 +32,24 @@ mkdir -p "$(dirname "$out")"
 t_start=$SECONDS
 SUITES=${ML_SUITES:-main san-scalar san-avx2 vg-scalar vg-avx2}
 JOBS=${ML_JOBS:-2}
+PAR=${ML_PAR:-$JOBS}
 [ $# -gt 0 ] || set -- make test
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 TP=0 TF=0 TS=0
 summary=()
+# clang, because gcc 12's UBSan ignores log_path and reports only to stderr,
+# which tests may discard (gcc is the fallback: then only exit codes catch UBSan).
+SAN_CC=gcc
+command -v clang >/dev/null && SAN_CC=clang
 
-# run_suite NAME REPORT_DIR COMMAND...: stream its output, add up its totals.
+# run_suite NAME REPORT_DIR COMMAND...: runs a suite, its output on stdout;
+# writes "passed failed skipped seconds command" to $tmp/NAME.res.
 run_suite() {
     local name=$1 reports=$2; shift 2
     local t0=$SECONDS
     echo "== suite $name: $*"
-    ML_RESULTS="$tmp/$name.tsv" "$@" 2>&1 | tee "$tmp/$name.log"
+    ML_RESULTS="$tmp/$name.tsv" "$@" 2>&1
     local p=0 f=0 s=0
     if ! read -r p f s < <(results_total "$tmp/$name.tsv"); then
         echo "FAIL - suite $name: wrote no results file"; p=0 f=1 s=0
@@ -57,23 +68,46 @@ run_suite() {
             p=$((p + 1))
         fi
     fi
-    TP=$((TP + p)) TF=$((TF + f)) TS=$((TS + s))
-    summary+=("$(printf '%-11s %5d passed %3d failed %3d skipped  (%d s)' "$name" "$p" "$f" "$s" $((SECONDS - t0)))")
-    results_row "$out" "$name" "$p" "$f" "$s" $((SECONDS - t0)) "$*"
+    echo "$p $f $s $((SECONDS - t0)) $*" >"$tmp/$name.res"
 }
 
-# A suite under ASan+UBSan: build with -j, then make check. clang, because
-# gcc 12's UBSan ignores log_path and reports only to stderr, which tests
-# may discard (gcc is the fallback: then only exit codes catch UBSan).
+# finish_suite NAME: adds up a suite's counts (after it ran) for the summary.
+finish_suite() {
+    local name=$1 p f s sec cmd
+    if ! read -r p f s sec cmd <"$tmp/$name.res"; then
+        echo "FAIL - suite $name: did not finish"; p=0 f=1 s=0 sec=0 cmd=-
+    fi
+    TP=$((TP + p)) TF=$((TF + f)) TS=$((TS + s))
+    summary+=("$(printf '%-11s %5d passed %3d failed %3d skipped %6d s' "$name" "$p" "$f" "$s" "$sec")")
+    summary+=("$(slowest "$tmp/$name.tsv")")
+    results_row "$out" "$name" "$p" "$f" "$s" "$sec" "$cmd"
+}
+
+# slowest FILE: "  slowest: NAME N s, ..." of a results file's five slowest rows.
+slowest() {
+    [ -f "$1" ] && awk -F'\t' '$1 != "total" && $5 ~ /^[0-9]+$/ { print $5 "\t" $1 }' "$1" | sort -rn | head -n 5 |
+        awk -F'\t' '{ s = s (NR > 1 ? ", " : "") $2 " " $1 " s" } END { if (NR) print "              slowest: " s }'
+}
+
+# build_suite NAME: makes what the suite's make check runs (make check-builds).
+build_suite() {
+    local args
+    case $1 in
+    san-*) args=(ISA="${1#san-}" SAN=1 CC=$SAN_CC) ;;
+    vg-*) command -v valgrind >/dev/null || return 0; args=(ISA="${1#vg-}") ;;
+    *) return 0 ;;
+    esac
+    make -s -j"$JOBS" "${args[@]}" check-builds >/dev/null 2>"$tmp/build.err" || cat "$tmp/build.err"
+}
+
+# A suite under ASan+UBSan: make check, reports to log files.
 san_suite() {
-    local isa=$1 dir="$tmp/reports-san-$1" cc=gcc
-    command -v clang >/dev/null && cc=clang
+    local isa=$1 dir="$tmp/reports-san-$1"
     mkdir -p "$dir"
-    make -s -j"$JOBS" ISA="$isa" SAN=1 CC=$cc >/dev/null 2>"$tmp/build.err" || cat "$tmp/build.err"
     ASAN_OPTIONS="log_path=$dir/asan:detect_leaks=1:abort_on_error=0" \
     UBSAN_OPTIONS="log_path=$dir/ubsan:print_stacktrace=1:halt_on_error=1" \
-    ML_SKIP_TESTS="test_guard.sh *.py" \
-        run_suite "san-$isa" "$dir" make -s check ISA="$isa" SAN=1 CC=$cc
+    ML_PLAN=san ML_ROW="san-$isa" \
+        run_suite "san-$isa" "$dir" make -s check ISA="$isa" SAN=1 CC=$SAN_CC
 }
 
 # The e2e test (random tiny models and the real ones of $MODELS) with every
@@ -82,25 +116,55 @@ vg_suite() {
     local isa=$1 dir="$tmp/reports-vg-$1"
     mkdir -p "$dir"
     if ! command -v valgrind >/dev/null; then
-        echo "SKIP - suite vg-$isa: valgrind not installed"; TS=$((TS + 1))
-        results_row "$out" "vg-$isa" 0 0 1 0 "valgrind not installed"; return
+        echo "SKIP - suite vg-$isa: valgrind not installed"
+        echo "0 0 1 0 valgrind not installed" >"$tmp/vg-$isa.res"; return
     fi
-    make -s -j"$JOBS" ISA="$isa" >/dev/null 2>"$tmp/build.err" || cat "$tmp/build.err"
-    ML_TESTS="test_e2e.sh" EXPECT_LOGS=1 \
+    ML_PLAN=vg ML_ROW="vg-$isa" EXPECT_LOGS=1 \
         run_suite "vg-$isa" "$dir" make -s check ISA="$isa" \
         RUNNER="valgrind -q --error-exitcode=1 --leak-check=full --log-file=$dir/vg.%p"
 }
 
-for s in $SUITES; do
-    case $s in
-    main) run_suite main "" "$@" ;;
-    san-*) san_suite "${s#san-}" ;;
-    vg-*) vg_suite "${s#vg-}" ;;
-    *) echo "FAIL - unknown suite '$s'"; TF=$((TF + 1)); results_row "$out" "$s" 0 1 0 0 "unknown suite" ;;
+# one_suite NAME: runs suite NAME (its output on stdout).
+one_suite() {
+    case $1 in
+    main) run_suite main "" "${MAIN[@]}" ;;
+    san-*) san_suite "${1#san-}" ;;
+    vg-*) vg_suite "${1#vg-}" ;;
+    *) echo "FAIL - unknown suite '$1'"; echo "0 1 0 0 unknown suite" >"$tmp/$1.res" ;;
     esac
+}
+
+MAIN=("$@")
+later=()
+for s in $SUITES; do
+    if [ "$s" = main ]; then one_suite main; finish_suite main; else later+=("$s"); fi
 done
-echo "== suites"
-for l in "${summary[@]}"; do echo "$l"; done
+t_build=$SECONDS
+for s in "${later[@]}"; do build_suite "$s"; done
+t_build=$((SECONDS - t_build))
+# Each of the $PAR slots runs one suite at a time, with its own folder of
+# test_e2e.sh's converted models (as in tests/matrix.sh).
+declare -a SLOT
+next=0 shown=0
+while [ "$shown" -lt "${#later[@]}" ]; do
+    for ((k = 0; k < PAR; k++)); do
+        [ -z "${SLOT[k]:-}" ] || [ -e "$tmp/${SLOT[k]}.done" ] || continue
+        [ "$next" -lt "${#later[@]}" ] || break
+        cache=build/models; [ "$k" = 0 ] || cache+=-$k
+        ( (export ML_E2E_MODELS=$cache; one_suite "${later[next]}" >"$tmp/${later[next]}.out" 2>&1); : >"$tmp/$next.done") &
+        SLOT[k]=$next next=$((next + 1))
+    done
+    while [ "$shown" -lt "${#later[@]}" ] && [ -e "$tmp/$shown.done" ]; do
+        cat "$tmp/${later[shown]}.out"
+        finish_suite "${later[shown]}"
+        shown=$((shown + 1))
+    done
+    [ "$shown" -lt "${#later[@]}" ] && sleep 1
+done
+wait
+echo "== suites (the checking tools' builds took $t_build s; those suites ran $PAR at a time)"
+for l in "${summary[@]}"; do [ -z "$l" ] || echo "$l"; done
+echo "total       $((SECONDS - t_start)) s"
 results_row "$out" total "$TP" "$TF" "$TS" $((SECONDS - t_start))
 results_line "$TP" "$TF" "$TS"
 [ "$TF" -eq 0 ]

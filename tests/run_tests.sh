@@ -9,10 +9,12 @@
 #      REF_BUILD NOMMAP_BUILD THREADS_BUILD (test_e2e.sh's sibling builds: make check
 #      and tests/matrix.sh build them), ML_TESTS (only these tests, e.g. "test_e2e.sh
 #      test_kernels"; default all), ML_SKIP_TESTS (patterns of tests not to run, e.g.
-#      "test_guard.sh *.py")
+#      "test_guard.sh *.py"), ML_PLAN and ML_ROW (only the tests that tests/plan.txt
+#      runs in column ML_PLAN on the row or suite labelled ML_ROW; default: every test)
 set -u
 cd "$(dirname "$0")/.."
 . tests/results.sh
+. tests/plan.sh
 : "${BUILD:=build/scalar}" "${ISA:=scalar}" "${PYTHON:=python3}" "${MODELS:=../shared/models}" "${RUNNER:=}"
 export BUILD ISA PYTHON MODELS RUNNER
 out=${ML_RESULTS:-$BUILD/results.tsv}
@@ -25,6 +27,7 @@ trap 'rm -rf "$tmp"' EXIT
 wanted() {
     local p
     if [ -n "${ML_TESTS:-}" ] && [[ " $ML_TESTS " != *" $1 "* ]]; then return 1; fi
+    if [ -n "${ML_PLAN:-}" ] && ! plan_runs "$1" "$ML_PLAN" "${ML_ROW:-}"; then return 1; fi
     for p in ${ML_SKIP_TESTS:-}; do
         # shellcheck disable=SC2053
         [[ $1 == $p ]] && return 1
@@ -52,6 +55,9 @@ run_one() {  # name, command...
 }
 
 t_start=$SECONDS
+if [ -n "${ML_PLAN:-}" ] && ! plan_cell - "$ML_PLAN" >/dev/null; then
+    echo "FAIL - ML_PLAN=$ML_PLAN: not a column of tests/plan.txt"; failed=$((failed + 1))
+fi
 for t in "$BUILD"/test_*; do
     [ -x "$t" ] || continue
     # shellcheck disable=SC2086

@@ -1,8 +1,13 @@
-# The test protocol for the shell tests, sourced by each: count and print each
-# check ("ok - <group>: what"), and finish with the results file
-# (tests/results.sh): a row per group (the text before the first ": ") and the
-# total row, plus the human "N passed, N failed, N skipped" line.
+# The test protocol for the shell tests, sourced by each (from the repository
+# root): count and print each check ("ok - <group>: what"), and finish with the
+# results file (tests/results.sh): a row per group (the text before the first
+# ": ") and the total row, plus the human "N passed, N failed, N skipped" line.
+# Also the preamble they share: the environment's defaults, a scratch folder,
+# the usual reasons to stop early.
 . tests/results.sh
+# What tests/run_tests.sh passes (make check and tests/matrix.sh set it); the
+# defaults serve a test run by hand.
+: "${BUILD:=build/scalar}" "${ISA:=scalar}" "${PYTHON:=python3}" "${MODELS:=../shared/models}" "${RUNNER:=}"
 P=0 F=0 S=0
 declare -A G_P G_F G_S
 G_ORDER=()
@@ -20,6 +25,12 @@ count_() {  # counter, message
 ok()   { count_ P "$1"; echo "ok - $1"; }
 bad()  { count_ F "$1"; echo "FAIL - $1"; }
 skip() { count_ S "$1"; echo "SKIP - $1"; }
+# scratch: a fresh folder in $tmp, removed when the test exits.
+scratch() { tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT; }
+# have_numpy: whether $PYTHON can make test models.
+have_numpy() { [ -n "$PYTHON" ] && "$PYTHON" -c 'import numpy' 2>/dev/null; }
+# need_exe FILE: the test stops here, one failure, unless FILE is a built program.
+need_exe() { [ -x "$1" ] || { bad "$1 not built"; finish; }; }
 finish() {
     if [ -n "$RESULTS_FILE" ]; then
         : >"$RESULTS_FILE"

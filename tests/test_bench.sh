@@ -7,13 +7,10 @@
 # env: BUILD (default build/scalar), PYTHON, RUNNER (e.g. valgrind or qemu)
 set -u
 cd "$(dirname "$0")/.."
-: "${BUILD:=build/scalar}" "${PYTHON:=python3}" "${RUNNER:=}"
 . tests/sh_lib.sh
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+scratch
 BIN=$BUILD/ml_bench
-if [ ! -x "$BIN" ]; then bad "$BIN not built"; finish; fi
+need_exe "$BIN"
 
 # shellcheck disable=SC2086
 run() { timeout 600 $RUNNER "$BIN" "$@" >"$tmp/out" 2>"$tmp/err"; }

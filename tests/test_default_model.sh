@@ -7,11 +7,8 @@
 # env: BUILD ISA PYTHON MODELS RUNNER (set by tests/run_tests.sh)
 set -u
 cd "$(dirname "$0")/.."
-: "${BUILD:=build/scalar}" "${ISA:=scalar}" "${PYTHON:=python3}" "${MODELS:=../shared/models}" "${RUNNER:=}"
 . tests/sh_lib.sh
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+scratch
 dir=models/stories260K
 M=$dir/stories260K_q8_0.mlb T=$dir/tok512.bin GOLDEN=tests/golden/stories260K_q8_0.ids
 for f in "$M" "$T" "$dir/LICENSE" "$dir/PROVENANCE.md"; do

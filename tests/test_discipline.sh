@@ -14,7 +14,6 @@
 # env: BUILD (default build/scalar)
 set -u
 cd "$(dirname "$0")/.."
-: "${BUILD:=build/scalar}"
 . tests/sh_lib.sh
 
 # The load-time allocations: arena, read fallback, thread pool, tokenizer;

@@ -11,19 +11,17 @@
 #   THREADS_BUILD  this build with THREADS=pthread
 set -u
 cd "$(dirname "$0")/.."
-: "${BUILD:=build/scalar}" "${ISA:=scalar}" "${PYTHON:=python3}" "${MODELS:=../shared/models}"
-: "${RUNNER:=}" "${REF_BUILD:=}" "${NOMMAP_BUILD:=}" "${THREADS_BUILD:=}"
+: "${REF_BUILD:=}" "${NOMMAP_BUILD:=}" "${THREADS_BUILD:=}"
 . tests/sh_lib.sh
 check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-mdir=build/models
+scratch
+mdir=${ML_E2E_MODELS:-build/models}  # converted models, kept between runs (one per parallel matrix slot)
 mkdir -p "$mdir"
 # shellcheck disable=SC2086
 run() { $RUNNER "$BUILD/ml_run" "$@"; }
 
-if [ -z "$PYTHON" ] || ! "$PYTHON" -c 'import numpy' 2>/dev/null; then
+if ! have_numpy; then
     skip "e2e: no python3 with numpy to make test models (pip install numpy)"
     finish
 fi

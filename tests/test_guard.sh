@@ -22,8 +22,7 @@ unset CC M32  # each build below names its compiler and word size
 # into the builds made here.
 unset MAKEFLAGS MFLAGS MAKELEVEL
 JOBS=${ML_JOBS:-2}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+scratch
 have() { command -v "$1" >/dev/null 2>&1; }
 host_x86=0
 case $(uname -m) in x86_64 | amd64) host_x86=1 ;; esac

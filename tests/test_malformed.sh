@@ -8,14 +8,11 @@
 # env: BUILD (default build/scalar), PYTHON, RUNNER (e.g. valgrind or qemu)
 set -u
 cd "$(dirname "$0")/.."
-: "${BUILD:=build/scalar}" "${PYTHON:=python3}" "${RUNNER:=}"
 . tests/sh_lib.sh
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+scratch
 BIN=$BUILD/ml_run
-if [ ! -x "$BIN" ]; then bad "$BIN not built"; finish; fi
-if [ -z "$PYTHON" ] || ! "$PYTHON" -c 'import numpy' 2>/dev/null; then
+need_exe "$BIN"
+if ! have_numpy; then
     skip "malformed CLI input: no python3 with numpy to make test models"
     finish
 fi

@@ -8,13 +8,10 @@
 # env: BUILD PYTHON MODELS RUNNER (set by tests/run_tests.sh / make test)
 set -u
 cd "$(dirname "$0")/.."
-: "${BUILD:=build/scalar}" "${PYTHON:=python3}" "${MODELS:=../shared/models}" "${RUNNER:=}"
 . tests/sh_lib.sh
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+scratch
 BIN=$BUILD/ml_perplexity
-if [ ! -x "$BIN" ]; then bad "$BIN not built"; finish; fi
+need_exe "$BIN"
 M=models/stories260K/stories260K_q8_0.mlb T=models/stories260K/tok512.bin TEXT=tests/data/ppl_story.txt
 OK=(-m "$M" -z "$T" -f "$TEXT" -c 128)
 # shellcheck disable=SC2086

@@ -8,14 +8,14 @@
 #   made by make check and tests/matrix.sh)
 set -u
 cd "$(dirname "$0")/.."
-: "${PYTHON:=python3}" "${RUNNER:=}" "${THREADS_BUILD:=}"
+: "${THREADS_BUILD:=}"
 . tests/sh_lib.sh
 
 tmp=$(mktemp -d)
 hog=
 trap '[ -n "$hog" ] && kill "$hog" 2>/dev/null; rm -rf "$tmp"' EXIT
 
-if [ -z "$PYTHON" ] || ! "$PYTHON" -c 'import numpy' 2>/dev/null; then
+if ! have_numpy; then
     skip "threads under load: no python3 with numpy to make the test model"
     finish
 fi

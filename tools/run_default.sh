@@ -4,19 +4,29 @@
 # until the story ends (-n 0: at most the whole context).
 # Needs only a C compiler and make.
 # env: BUILD (folder with ml_run: the build asked for, or auto's scalar probe),
-#      RUN_ISA (auto or the ISA), MAKE; ARGS for extra ml_run options
+#      ISA (the build of BUILD), RUN_ISA (auto or the ISA), MAKE, V (1: every
+#      compiler command); ARGS for extra ml_run options
 set -eu
 cd "$(dirname "$0")/.."
-: "${BUILD:=build/scalar}" "${RUN_ISA:=auto}" "${MAKE:=make}" "${ARGS:=}"
+: "${BUILD:=build/scalar}" "${ISA:=scalar}" "${RUN_ISA:=auto}" "${MAKE:=make}" "${ARGS:=}" "${V:=0}"
 dir=models/stories260K
 model=$dir/stories260K_q8_0.mlb tok=$dir/tok512.bin
 
+# make_ml_run ISA DIR: DIR/ml_run, one line on stderr if it needs making (not
+# one per file; V=1 shows the commands). Warnings and errors still show. The
+# caller's other options (THREADS, CC, ...) reach this make through MAKEFLAGS.
+make_ml_run() {
+    $MAKE -q --no-print-directory ISA="$1" "$2/ml_run" 2>/dev/null && return 0
+    echo "  MAKE $2/ml_run" >&2
+    if [ "$V" = 1 ]; then $MAKE --no-print-directory ISA="$1" "$2/ml_run" >&2
+    else $MAKE -s --no-print-directory ISA="$1" "$2/ml_run"; fi
+}
+make_ml_run "$ISA" "$BUILD"
 if [ "$RUN_ISA" = auto ]; then
     isa=$(bash tools/pick_isa.sh "$BUILD/ml_run")
-    echo "make run: best build for this CPU: $isa (from $BUILD/ml_run --cpu-info; ISA=x make run forces one); building it if needed" >&2
-    # The caller's other options (THREADS, CC, ...) reach this make through MAKEFLAGS.
+    echo "make run: best build for this CPU: $isa (from $BUILD/ml_run --cpu-info; ISA=x make run forces one)" >&2
     BUILD=$($MAKE -s --no-print-directory ISA="$isa" print-build)
-    $MAKE -s --no-print-directory ISA="$isa" "$BUILD/ml_run"
+    make_ml_run "$isa" "$BUILD"
 fi
 echo "make run: $model: stories260K, a 260K-parameter TinyStories model (Karpathy, llama2.c, MIT)." >&2
 echo "          Its stories are short and simple; convert a bigger model with tools/convert.py (README)." >&2
