@@ -88,7 +88,7 @@ while IFS='|' read -r isa arch run_on; do
     done
     if have clang; then
         rows+=("$isa-$tag-clang|$isa|clang --target=${cross%-}|CROSS=$cross CC=clang|||build|")
-        last_arm="$isa-$tag-clang|$isa|clang --target=${cross%-}|CROSS=$cross CC=clang|$first_run|$first_how|full|"
+        last_arm="$isa-$tag-clang|$isa|clang --target=${cross%-}|CROSS=$cross CC=clang|$first_run|$first_how|compilers|"
     fi
 done < <(awk -f tools/isas.awk -v want=rows config/isas.txt)
 if [ "$host_x86" = 1 ]; then
@@ -133,7 +133,8 @@ if [ "$host_x86" = 1 ]; then
         notes+=("mingw rows: needs cmake, gcc-mingw-w64-x86-64 and wine")
     fi
 fi
-# The last clang ARM build also runs every test under qemu, on its line's first
+# The last clang ARM build also runs the compiler rows' tests (kernels and the
+# golden logits: what a compiler can change) under qemu, on its line's first
 # CPU (replacing its build-only row).
 if [ -n "$last_arm" ] && [ -n "$(cut -d'|' -f5 <<<"$last_arm")" ]; then
     for i in "${!rows[@]}"; do
