@@ -56,7 +56,18 @@ run_suite() {
     fi
     if [ -n "$reports" ]; then
         local found
-        found=$(find "$reports" -type f -size +0 2>/dev/null | sort)
+        # LeakSanitizer's stop-the-world can miss a thread that is just
+        # exiting ("Unable to get registers from thread N", and nothing else
+        # in the file): a race of the checker under load, not a finding.
+        # Such a file is named and set aside; any other line still counts.
+        local r
+        for r in $(find "$reports" -type f -size +0 2>/dev/null | sort); do
+            if ! grep -qv 'Unable to get registers from thread' "$r"; then
+                echo "note - suite $name: LeakSanitizer could not stop an exiting thread ($(basename "$r")): not a report"
+                mv "$r" "$r.lsan-race"; : >"$r"
+            fi
+        done
+        found=$(find "$reports" -type f -size +0 ! -name '*.lsan-race' 2>/dev/null | sort)
         if [ "${EXPECT_LOGS:-0}" = 1 ] && [ -z "$(find "$reports" -type f 2>/dev/null)" ]; then
             echo "FAIL - suite $name: no log files at all: the checker did not run"; f=$((f + 1))
         elif [ -n "$found" ]; then
