@@ -105,7 +105,7 @@ LIB_OBJ    := $(call obj,$(LIB_SRC) $(KERN_SRC) $(ASM_FILES))
 TEST_LIB_OBJ := $(call obj,$(TEST_LIB_SRC))
 GUARD_OBJ  := $(call obj,$(GUARD_SRC))
 APP_OBJ    := $(call obj,app/cli.c)
-PROGS      := $(BUILD)/ml_run $(BUILD)/ml_bench $(BUILD)/ml_perplexity
+PROGS      := $(BUILD)/ml_run $(BUILD)/ml_bench $(BUILD)/ml_perplexity $(BUILD)/ml_tokenize
 TESTS      := $(patsubst tests/%.c,$(BUILD)/%,$(TEST_SRC))
 
 .PHONY: all progs help test check check-builds test-all run clean print-build print-progs bench bench-all bench-vs-llamacpp fuzz fuzz-bins dist
@@ -114,7 +114,7 @@ progs: $(PROGS)
 
 help:
 	@echo "legacy-ml targets:"
-	@echo "  make [ISA=...]         build ml_run, ml_bench, ml_perplexity and the tests into build/<isa>/"
+	@echo "  make [ISA=...]         build ml_run, ml_bench, ml_perplexity, ml_tokenize and the tests into build/<isa>/"
 	@echo "  make run               generate a story with models/stories260K on the best"
 	@echo "                         build for this CPU (ISA=auto; ISA=x forces a build)"
 	@echo "  make test              every ISA this machine can build and run (or emulate),"
@@ -159,7 +159,7 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(Q)$(call show,CC,$<)$(CC) $(CFLAGS) $(BASE_FLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/ml_run $(BUILD)/ml_bench $(BUILD)/ml_perplexity: $(BUILD)/%: $(BUILD)/obj/app/%.o $(APP_OBJ) $(GUARD_OBJ) $(LIB_OBJ)
+$(BUILD)/ml_run $(BUILD)/ml_bench $(BUILD)/ml_perplexity $(BUILD)/ml_tokenize: $(BUILD)/%: $(BUILD)/obj/app/%.o $(APP_OBJ) $(GUARD_OBJ) $(LIB_OBJ)
 	$(Q)$(call show,LD,$@)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 $(BUILD)/ml_perplexity: $(call obj,app/perplexity.c)
 $(BUILD)/ml_run: $(call obj,app/run_text.c)
