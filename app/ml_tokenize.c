@@ -16,7 +16,7 @@
 
 typedef struct {
     const char *model, *tokenizer, *text, *file;
-    int ids_only, special, no_bos;
+    int ids_only, special, no_bos, time;
 } options;
 
 static void usage(FILE *f) {
@@ -31,6 +31,8 @@ static void usage(FILE *f) {
             "  --special      control tokens spelled in the text (<|im_end|>) are single\n"
             "                 tokens (default: plain text)\n"
             "  --no-bos       no BOS token first (default: the tokenizer's own rule)\n"
+            "  --time         say on stderr how long encoding took (the text only: not\n"
+            "                 loading, not printing)\n"
             "  --version      print the version and the build, and exit\n"
             "output: one line per token, 'id -> 'piece'' (bytes that are no whole UTF-8\n"
             "character, quotes and backslashes are written \\xNN)\n"
@@ -56,6 +58,7 @@ static int parse_args(int argc, char **argv, options *o) {
         if (!strcmp(a, "--ids")) o->ids_only = 1;
         else if (!strcmp(a, "--special")) o->special = 1;
         else if (!strcmp(a, "--no-bos")) o->no_bos = 1;
+        else if (!strcmp(a, "--time")) o->time = 1;
         else if (!strcmp(a, "-m") || !strcmp(a, "-z") || !strcmp(a, "-i") || !strcmp(a, "-f")) {
             if (i + 1 >= argc) return usage_error("this option needs a value:", a);
             const char *v = argv[++i];
@@ -176,10 +179,15 @@ int ml_main(int argc, char **argv) {
         fprintf(stderr, "ml_tokenize: out of memory for the tokens\n");
         goto done;
     }
+    double t0 = ml_cli_now();
     if ((s = ml_tok_encode(&tok, text, !o.no_bos && ml_tok_add_bos(&tok), 0, o.special, ids, &n, &err))) {
         fprintf(stderr, "ml_tokenize: tokenizing failed (%s): %s\n", ml_status_name(s), err.msg);
         goto done;
     }
+    double dt = ml_cli_now() - t0;
+    if (o.time)
+        fprintf(stderr, "ml_tokenize: %zu bytes -> %d tokens in %.3f ms (%.1f MB/s)\n", strlen(text), n, dt * 1e3,
+                dt > 0 ? (double)strlen(text) / dt / 1e6 : 0.0);
     for (int i = 0; i < n; i++) {
         if (o.ids_only) {
             printf(i ? " %d" : "%d", ids[i]);
