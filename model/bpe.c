@@ -421,6 +421,10 @@ static size_t next_piece(int pre, const unsigned char *s, size_t n, size_t i) {
     return piece_llama(s, n, i, pre == ML_BPE_PRE_LLAMA3 ? 3 : 1);
 }
 
+size_t ml_bpe_piece_end(int pre, const char *s, size_t n, size_t i) {
+    return i < n ? next_piece(pre, (const unsigned char *)s, n, i) : n;
+}
+
 /* ---- BPE inside one piece -------------------------------------------------
  * The piece's bytes start as one symbol each; the adjacent pair of lowest
  * rank merges (the leftmost on a tie), again and again. A symbol lives at the

@@ -132,6 +132,10 @@ typedef struct {
 size_t ml_utf8_stream_feed(ml_utf8_stream *s, const char *p, size_t len, char *out);
 size_t ml_utf8_stream_flush(ml_utf8_stream *s, char *out);
 
+/* The end of the pre-tokenizer's piece that starts at byte i < n of s (the
+ * split rules alone, no specials; for the tests and tools). */
+size_t ml_bpe_piece_end(int pre, const char *s, size_t n, size_t i);
+
 /* Name of a pre-tokenizer id ("gpt-2", "llama-bpe", "qwen2"), "?" if none. */
 const char *ml_bpe_pre_name(int pre);
 
