@@ -1,4 +1,4 @@
-/* ml_run: load a .mlb model and a llama2.c tokenizer, generate text.
+/* ml_run: load a .mlb model and its tokenizer (llama2.c or BPE), generate text.
  * The only layer (with the other app/ programs) that prints and exits. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +13,7 @@
 #include "model/generate.h"
 #include "model/model.h"
 #include "model/sampler.h"
-#include "model/tokenizer.h"
+#include "model/tok.h"
 
 #define DEFAULT_STEPS 256
 
@@ -21,7 +21,8 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: ml_run -m model.mlb -z tokenizer.bin [options]\n"
             "  -m FILE        model, converted by tools/convert.py\n"
-            "  -z FILE        llama2.c tokenizer.bin matching the model's vocab\n"
+            "  -z FILE        llama2.c tokenizer.bin or BPE tokenizer file (tools/tokfile.py)\n"
+            "                 matching the model's vocab\n"
             "  -i TEXT        prompt (default: none, the story starts from BOS)\n"
             "  -f FILE        prompt from FILE (- = stdin), one trailing newline removed\n"
             "  --stop STR     end the generation when the generated text ends with STR,\n"
@@ -78,7 +79,8 @@ static int parse_args(int argc, char **argv, ml_run_opts *o) {
 /* ---- output ------------------------------------------------------------ */
 
 typedef struct {
-    const ml_tokenizer *tok;
+    const ml_tok *tok;
+    ml_utf8_stream utf8; /* BPE: a character split across tokens is printed whole */
     FILE *logits, *ids; /* write errors stay in ferror(): finish_outputs reports them */
     int printed;        /* some text went to stdout */
     double t_prompt;    /* when the prompt had run (ml_cli_now) */
@@ -96,12 +98,25 @@ static void print_piece(const char *p, size_t len) {
     fflush(stdout);
 }
 
-static void on_token(void *ud, int prev, int token) {
-    run_ctx *r = ud;
-    size_t len = 0;
-    const char *piece = ml_tokenizer_decode(r->tok, prev, token, &len);
+static void emit_piece(run_ctx *r, const char *piece, size_t len) {
     if (piece && r->generating) ml_stop_text_feed(&r->stop, piece, len);
     else if (piece) print_piece(piece, len);
+}
+
+static void show_token(run_ctx *r, int prev, int token) {
+    size_t len = 0;
+    const char *piece = ml_tok_decode(r->tok, prev, token, &len);
+    char whole[ML_BPE_MAX_TOKEN_LEN + 8];
+    if (piece && r->tok->kind == ML_TOK_KIND_BPE) {
+        len = ml_utf8_stream_feed(&r->utf8, piece, len, whole);
+        piece = whole;
+    }
+    emit_piece(r, piece, len);
+}
+
+static void on_token(void *ud, int prev, int token) {
+    run_ctx *r = ud;
+    show_token(r, prev, token);
     r->printed = 1;
     if (r->ids) fprintf(r->ids, "%d\n", token);
 }
@@ -207,7 +222,7 @@ int ml_main(int argc, char **argv) {
 
     ml_err err = {{0}};
     ml_model m;
-    ml_tokenizer tok;
+    ml_tok tok;
     ml_status s;
     double t0 = ml_cli_now();
     /* --logits wants every prompt position's logits, not only the last. */
@@ -218,7 +233,7 @@ int ml_main(int argc, char **argv) {
         return finish_outputs(outs, 2, fail("loading the model", s, &err));
     }
     const ml_config *c = &m.cfg;
-    if ((s = ml_tokenizer_load(&tok, o.tokenizer, c->vocab, &err))) {
+    if ((s = ml_tok_load(&tok, o.tokenizer, c->vocab, &err))) {
         ml_model_close(&m);
         free(prompt_text);
         return finish_outputs(outs, 2, fail("loading the tokenizer", s, &err));
@@ -243,14 +258,19 @@ int ml_main(int argc, char **argv) {
         rc = ML_EXIT_USAGE;
         goto done;
     }
-    prompt = malloc(ml_tokenizer_max_tokens(o.prompt) * sizeof *prompt);
+    prompt = malloc(ml_tok_max_tokens(&tok, o.prompt) * sizeof *prompt);
     if (!prompt) {
         fprintf(stderr, "ml_run: out of memory for the prompt\n");
         goto done;
     }
     int n_prompt = 0;
-    if ((s = ml_tokenizer_encode(&tok, o.prompt, 1, 0, prompt, &n_prompt, &err))) {
+    if ((s = ml_tok_encode(&tok, o.prompt, ml_tok_add_bos(&tok), 0, 0, prompt, &n_prompt, &err))) {
         rc = fail("encoding the prompt", s, &err);
+        goto done;
+    }
+    if (n_prompt == 0) {
+        fprintf(stderr, "ml_run: the prompt is empty and this tokenizer starts with no BOS: give a prompt (-i)\n");
+        rc = ML_EXIT_USAGE;
         goto done;
     }
     if (o.steps < 0 && n_prompt > steps) steps = c->max_seq; /* a long prompt, no -n */
@@ -264,9 +284,14 @@ int ml_main(int argc, char **argv) {
     /* on_token sees every token after the first, forced or sampled; the
      * prompt's own pieces are echoed as they are fed, like llama2.c. */
     if (r.ids) fprintf(r.ids, "%d\n", prompt[0]);
+    if (!ml_tok_add_bos(&tok)) show_token(&r, -1, prompt[0]); /* no BOS: the prompt's first token is text */
     ml_stop_text_init(&r.stop, o.stops, o.n_stops, emit_text, NULL);
     ml_gen_callbacks cb = {.on_logits = r.logits ? on_logits : NULL, .on_token = on_token,
                            .on_prompt_done = on_prompt_done, .should_stop = should_stop, .ud = &r};
+    if (tok.kind == ML_TOK_KIND_BPE) /* BPE: its end of text and end of turn, not ids 1 and 2 */
+        for (int id, k = 0; k < 2; k++)
+            if ((id = k ? ml_tok_eot(&tok) : ml_tok_eos(&tok)) >= 0) cb.stop[cb.n_stop++] = id;
+    if (tok.kind == ML_TOK_KIND_BPE && !cb.n_stop) cb.stop[cb.n_stop++] = -1; /* none: run to -n */
     ml_sampler smp;
     unsigned long long seed = o.seed ? o.seed : (unsigned long long)time(NULL);
     ml_sampler_init(&smp, c->vocab, (float)o.temperature, (float)o.topp, seed, m.s.sampler_scratch);
@@ -280,6 +305,8 @@ int ml_main(int argc, char **argv) {
     double t1 = ml_cli_now();
     s = ml_generate(&m, &smp, prompt, n_prompt, steps, &cb, &n_pos, &err);
     double dt = ml_cli_now() - t1;
+    char rest[8];
+    emit_piece(&r, rest, ml_utf8_stream_flush(&r.utf8, rest));
     ml_stop_text_flush(&r.stop);
     if (s == ML_OK || r.printed) printf("\n"); /* a refusal before any text prints none */
     if (s) {
@@ -300,7 +327,7 @@ done:
     rc = finish_outputs(outs, 2, rc);
     free(prompt);
     free(prompt_text);
-    ml_tokenizer_free(&tok);
+    ml_tok_free(&tok);
     ml_model_close(&m);
     return rc;
 }

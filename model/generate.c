@@ -16,6 +16,13 @@ static ml_status echo_prompt_logits(void *ud, int pos, const float *logits, ml_e
     return ML_OK;
 }
 
+static int is_stop(const ml_gen_callbacks *cb, int token) {
+    if (!cb || cb->n_stop <= 0) return token == ML_TOK_BOS || token == ML_TOK_EOS;
+    for (int i = 0; i < cb->n_stop && i < 4; i++)
+        if (token == cb->stop[i]) return 1;
+    return 0;
+}
+
 ml_status ml_generate(ml_model *m, ml_sampler *smp, const int *prompt, int n_prompt, int steps,
                       const ml_gen_callbacks *cb, int *n_pos, ml_err *err) {
     *n_pos = 0;
@@ -43,7 +50,7 @@ ml_status ml_generate(ml_model *m, ml_sampler *smp, const int *prompt, int n_pro
     int token = prompt[n_prompt - 1];
     for (int pos = n_prompt - 1;;) {
         int next = ml_sample(smp, m->s.logits);
-        if (next == ML_TOK_BOS || next == ML_TOK_EOS) break;
+        if (is_stop(cb, next)) break;
         ml_sampler_accept(smp, next);
         if (cb && cb->on_token) cb->on_token(cb->ud, token, next);
         if (cb && cb->should_stop && cb->should_stop(cb->ud)) break;
