@@ -9,6 +9,9 @@ each pre-tokenizer (gpt-2, llama-bpe, qwen2):
     here from the same vocabulary (merges recovered from the ranks); our file
     from that tokenizer.json through bpe_from_hf (merges ranked by position);
   - decode: the ids' bytes give the corpus back;
+  - GGUF: the same vocabulary as tokenizer.ggml.* (gguf's writer) read by
+    bpe_from_gguf gives the tokenizer.json's file;
+  - ml_run with a BPE file prints the prompt back whole (UTF-8 stream);
   - speed: encoding the corpus, ours (ml_tokenize --time) and tiktoken's
     encode_ordinary, one thread each, once (reported, not asserted).
 The vocabulary is fetched into $ML_CACHE (default ~/.cache/legacy-ml) with
@@ -103,6 +106,19 @@ def recover_merges(ranks):
     return merges
 
 
+def cached_merges(ranks):
+    """recover_merges(ranks), kept in the cache beside the vocabulary."""
+    path = VOCAB + ".merges"
+    if os.path.exists(path):
+        with open(path, "rb") as f:
+            return [tuple(base64.b64decode(x) for x in line.split()) for line in f]
+    merges = recover_merges(ranks)
+    with open(path + ".tmp", "wb") as f:
+        f.write(b"".join(base64.b64encode(a) + b" " + base64.b64encode(b) + b"\n" for a, b in merges))
+    os.replace(path + ".tmp", path)
+    return merges
+
+
 def hf_tokenizer_json(ranks, merges, pre):
     m = tokfile.byte_to_unicode()
     show = lambda b: "".join(m[x] for x in b)  # noqa: E731
@@ -145,6 +161,52 @@ def compare(what, got, want, decode):
                          f"reference {want[max(0, i - 3):i + 3]} {decode(want[max(0, i - 3):i + 3])!r}")
 
 
+def gguf_check(tf_hf, pre, tmp):
+    """The vocabulary's first 4096 tokens (and the merges among them) as a
+    GGUF's tokenizer.ggml.* metadata, read back by bpe_from_gguf (the gguf
+    package reads 50k strings slowly)."""
+    try:
+        import gguf
+    except ImportError as e:
+        checks.skip(f"gguf is not installed ({e}): bpe_from_gguf unchecked")
+        return
+    n = 4096
+    tf_hf = tokfile.TokFile(pre, tf_hf.tokens[:n - 1] + [b"<|im_end|>"], tf_hf.types[:n - 1] + [tokfile.TYPE_CONTROL],
+                            [m for m in tf_hf.merges if max(m) < n - 1], tf_hf.flags)
+    m = tokfile.byte_to_unicode()
+    names = [t.decode() if ty != tokfile.TYPE_NORMAL else "".join(m[x] for x in t)
+             for t, ty in zip(tf_hf.tokens, tf_hf.types)]
+    merges = ["".join(m[x] for x in tf_hf.tokens[a]) + " " + "".join(m[x] for x in tf_hf.tokens[b])
+              for a, b, _ in tf_hf.merges]
+    path = os.path.join(tmp, f"{pre}.gguf")
+    w = gguf.GGUFWriter(path, "llama")
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre(pre)
+    w.add_token_list(names)
+    w.add_token_types(tf_hf.types)
+    w.add_token_merges(merges)
+    w.add_eos_token_id(len(names) - 1)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    w.close()
+    tf = tokfile.bpe_from_gguf(gguf.GGUFReader(path))
+    checks.report(tf.pre == pre and tf.tokens == tf_hf.tokens and tf.types == tf_hf.types and
+                  tf.merges == tf_hf.merges and tf.flags == tf_hf.flags and tf.eos == n - 1 and tf.eot == n - 1,
+                  f"{pre}: bpe_from_gguf reads the same vocabulary from GGUF metadata (flags {tf.flags})")
+
+
+def run_check(path, model):
+    """ml_run with a BPE file: the prompt comes back whole, a character split
+    across tokens included (GPT-2's vocabulary cuts 你 and the emoji)."""
+    prompt = "Hello 你好🎉 it's"
+    r = subprocess.run(RUNNER + [os.path.join(BUILD, "ml_run"), "-m", model, "-z", path, "-i", prompt, "-n", "12",
+                                 "--temp", "0"], capture_output=True)
+    checks.report(r.returncode == 0 and r.stdout.startswith(prompt.encode()),
+                  f"ml_run -z {os.path.basename(path)} prints the prompt back whole "
+                  f"(exit {r.returncode}, {r.stdout[:40]!r})")
+
+
 def main():
     try:
         import tiktoken
@@ -174,7 +236,7 @@ def main():
                     "--dim", "32", "--n-layers", "1", "--n-heads", "2", "--n-kv-heads", "1", "--hidden-dim", "32",
                     "--vocab", str(len(ranks) + 1), "--max-seq", "16"], check=True, stdout=subprocess.DEVNULL)
     print(f"corpus: {len(text.encode())} bytes (tests/bpe_corpus.py, seed 20); vocabulary {vocab}")
-    merges = recover_merges(ranks) if tokenizers else None
+    merges = cached_merges(ranks) if tokenizers else None
     speed = []
     tf = tokfile.bpe_from_tiktoken(vocab, "gpt-2", {EOT: len(ranks)})
     for pre in tokfile.PRE:
@@ -195,6 +257,8 @@ def main():
         back = b"".join(tf.tokens[i] for i in got)
         checks.report(back == text.encode(), f"{pre}: the ids decode to the corpus, byte for byte")
         speed.append((pre, float(timing.split(" in ")[1].split()[0]), tk_ms))
+        if pre == "qwen2":
+            run_check(path, model)
         if not tokenizers:
             continue
         folder = os.path.join(tmp, f"hf-{pre}")
@@ -211,6 +275,8 @@ def main():
         got_hf, _ = ours(path_hf, model, corpus_path, "--special")
         compare(f"{pre}: Hugging Face tokenizers {tokenizers.__version__}", got_hf,
                 hf.encode(text, add_special_tokens=False).ids, enc.decode)
+        if pre == "llama-bpe":  # once: the reading does not depend on pre (flags do)
+            gguf_check(tf_hf, pre, tmp)
     for pre, ms, tk in speed:
         print(f"speed {pre}: ours {ms:.1f} ms, tiktoken {tiktoken.__version__} {tk:.1f} ms: "
               f"{tk / ms:.2f}x tiktoken's speed (one thread, {len(text.encode())} bytes)")

@@ -58,15 +58,19 @@ def byte_to_unicode():
     return out
 
 
-_UNICODE_TO_BYTE = {c: b for b, c in byte_to_unicode().items()}
+# str.translate table: each mapped character to the latin-1 character of its
+# byte; every other character below U+0100 to U+FFFF, which latin-1 refuses.
+_UNMAP = {ord(c): b for b, c in byte_to_unicode().items()}
+_UNMAP.update({c: 0xFFFF for c in range(256) if c not in _UNMAP})
 
 
 def unmap(text, what):
     """Raw bytes of a token written in GPT-2's printable form."""
     try:
-        return bytes(_UNICODE_TO_BYTE[c] for c in text)
-    except KeyError as e:
-        raise TokFileError(f"{what}: {text!r} has {e.args[0]!r}, not a character of GPT-2's byte map")
+        return text.translate(_UNMAP).encode("latin-1")
+    except UnicodeEncodeError as e:
+        bad = next(c for c in text if _UNMAP.get(ord(c), 0xFFFF) == 0xFFFF)
+        raise TokFileError(f"{what}: {text!r} has {bad!r}, not a character of GPT-2's byte map") from e
 
 
 class TokFile:
