@@ -21,7 +21,7 @@ static uint32_t rd_u32(const unsigned char *p) {
 static int32_t rd_i32(const unsigned char *p) { return (int32_t)rd_u32(p); }
 
 const char *ml_bpe_pre_name(int pre) {
-    static const char *const names[ML_BPE_PRE_COUNT] = {"gpt-2", "llama-bpe", "qwen2"};
+    static const char *const names[ML_BPE_PRE_COUNT] = {"gpt-2", "llama-bpe", "qwen2", "smollm"};
     return pre >= 0 && pre < ML_BPE_PRE_COUNT ? names[pre] : "?";
 }
 
@@ -52,7 +52,7 @@ static ml_status check_header(ml_bpe *t, const char *name, const unsigned char *
                        ML_BPE_VERSION, (unsigned)version);
     if (pre >= ML_BPE_PRE_COUNT)
         return ml_errf(err, ML_E_FORMAT,
-                       "BPE tokenizer %s: pre: expected 0 (gpt-2), 1 (llama-bpe) or 2 (qwen2), got %u",
+                       "BPE tokenizer %s: pre: expected 0 (gpt-2), 1 (llama-bpe), 2 (qwen2) or 3 (smollm), got %u",
                        name, (unsigned)pre);
     if (flags & ~(uint32_t)(ML_BPE_IGNORE_MERGES | ML_BPE_RANK_BY_RESULT))
         return ml_errf(err, ML_E_FORMAT, "BPE tokenizer %s: flags: unknown bits 0x%x (known: 0x3)",
@@ -296,6 +296,7 @@ int ml_bpe_type(const ml_bpe *t, int id) { return t && id >= 0 && id < t->n_toke
  *   llama-bpe: (?i:'s|'t|'re|'ve|'m|'ll|'d) | [^\r\n L N]?L+ | N{1,3}
  *              | ?[^\s L N]+[\r\n]* | \s*[\r\n]+ | \s+(?!\S) | \s+
  *   qwen2:     the same with N instead of N{1,3}.
+ *   smollm:    each N a piece of its own, gpt-2's rule on the text between.
  * L: a letter, N: a number, \s: White_Space (model/unicode_tables.h). */
 
 static const unsigned char ascii_class[128] = {
@@ -416,9 +417,19 @@ static size_t piece_llama(const unsigned char *s, size_t n, size_t i, int max_di
     return space_piece(s, n, i, 1);
 }
 
+/* smollm: the end of the stretch without numbers from i. */
+static size_t number_free(const unsigned char *s, size_t n, size_t i) {
+    size_t l;
+    while (i < n && char_class(s, n, i, &l) != ML_UNI_NUMBER) i += l;
+    return i;
+}
+
 static size_t next_piece(int pre, const unsigned char *s, size_t n, size_t i) {
+    size_t l;
     if (pre == ML_BPE_PRE_GPT2) return piece_gpt2(s, n, i);
-    return piece_llama(s, n, i, pre == ML_BPE_PRE_LLAMA3 ? 3 : 1);
+    if (pre != ML_BPE_PRE_SMOLLM) return piece_llama(s, n, i, pre == ML_BPE_PRE_LLAMA3 ? 3 : 1);
+    if (char_class(s, n, i, &l) == ML_UNI_NUMBER) return i + l;
+    return piece_gpt2(s, number_free(s, n, i), i); /* each call scans to the next number: tests only */
 }
 
 size_t ml_bpe_piece_end(int pre, const char *s, size_t n, size_t i) {
@@ -506,16 +517,33 @@ static size_t bpe_piece(const ml_bpe *t, const unsigned char *s, int n, int *wor
 }
 
 /* Encode a stretch without specials: piece by piece. */
-static size_t encode_plain(const ml_bpe *t, const unsigned char *s, size_t n, int *out, int *work) {
+static size_t encode_split(const ml_bpe *t, int pre, const unsigned char *s, size_t n, int *out, int *work) {
     size_t k = 0;
     for (size_t i = 0; i < n;) {
-        size_t e = next_piece(t->pre, s, n, i);
+        size_t e = next_piece(pre, s, n, i);
         const unsigned char *p = s + i;
         int m = (int)(e - i), id;
         if (m == 1) out[k++] = t->byte_id[p[0]];
         else if ((t->flags & ML_BPE_IGNORE_MERGES) && (id = find_whole(t, p, (size_t)m)) >= 0) out[k++] = id;
         else k += bpe_piece(t, p, m, work, out + k);
         i = e;
+    }
+    return k;
+}
+
+/* smollm: the stretches between numbers by gpt-2's rule, each number alone. */
+static size_t encode_plain(const ml_bpe *t, const unsigned char *s, size_t n, int *out, int *work) {
+    if (t->pre != ML_BPE_PRE_SMOLLM) return encode_split(t, t->pre, s, n, out, work);
+    size_t k = 0, l;
+    for (size_t i = 0; i < n;) {
+        size_t j = number_free(s, n, i);
+        k += encode_split(t, ML_BPE_PRE_GPT2, s + i, j - i, out + k, work);
+        if (j < n) {
+            char_class(s, n, j, &l);
+            k += encode_split(t, ML_BPE_PRE_GPT2, s + j, l, out + k, work);
+            j += l;
+        }
+        i = j;
     }
     return k;
 }

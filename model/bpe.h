@@ -7,8 +7,10 @@
  * The BPE tokenizer file (written by tools/tokfile.py), little-endian:
  *    0  char[4] magic "MLBP"
  *    4  u32 version          1
- *    8  u32 pre              pre-tokenizer: 0 gpt-2, 1 llama-bpe, 2 qwen2
- *                            (llama.cpp's tokenizer.ggml.pre names)
+ *    8  u32 pre              pre-tokenizer: 0 gpt-2, 1 llama-bpe, 2 qwen2,
+ *                            3 smollm (every number character a piece of its
+ *                            own, gpt-2's rule between them: SmolLM2's
+ *                            Digits + ByteLevel) (llama.cpp's tokenizer.ggml.pre names)
  *   12  u32 flags            bit 0: a piece that is itself a normal token is
  *                            that token, unmerged (HF "ignore_merges", Llama 3;
  *                            tiktoken always); bit 1: a merge's rank is its
@@ -50,7 +52,7 @@
 #define ML_BPE_MAX_MERGES (1 << 23)
 #define ML_BPE_MAX_TOKEN_LEN 1024
 
-enum { ML_BPE_PRE_GPT2 = 0, ML_BPE_PRE_LLAMA3 = 1, ML_BPE_PRE_QWEN2 = 2, ML_BPE_PRE_COUNT };
+enum { ML_BPE_PRE_GPT2 = 0, ML_BPE_PRE_LLAMA3 = 1, ML_BPE_PRE_QWEN2 = 2, ML_BPE_PRE_SMOLLM = 3, ML_BPE_PRE_COUNT };
 enum { ML_BPE_IGNORE_MERGES = 1, ML_BPE_RANK_BY_RESULT = 2 };
 enum {
     ML_BPE_NORMAL = 1,  /* merged from bytes by the BPE */
@@ -136,7 +138,7 @@ size_t ml_utf8_stream_flush(ml_utf8_stream *s, char *out);
  * split rules alone, no specials; for the tests and tools). */
 size_t ml_bpe_piece_end(int pre, const char *s, size_t n, size_t i);
 
-/* Name of a pre-tokenizer id ("gpt-2", "llama-bpe", "qwen2"), "?" if none. */
+/* Name of a pre-tokenizer id ("gpt-2", "llama-bpe", "qwen2", "smollm"), "?" if none. */
 const char *ml_bpe_pre_name(int pre);
 
 #endif

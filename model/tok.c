@@ -57,7 +57,7 @@ int ml_tok_vocab(const ml_tok *t) {
 const char *ml_tok_kind_name(const ml_tok *t) {
     if (t->kind == ML_TOK_KIND_SP) return "SentencePiece (tokenizer.bin)";
     static const char *const names[ML_BPE_PRE_COUNT] = {"byte-level BPE (gpt-2)", "byte-level BPE (llama-bpe)",
-                                                        "byte-level BPE (qwen2)"};
+                                                        "byte-level BPE (qwen2)", "byte-level BPE (smollm)"};
     return t->bpe.pre >= 0 && t->bpe.pre < ML_BPE_PRE_COUNT ? names[t->bpe.pre] : "byte-level BPE";
 }
 

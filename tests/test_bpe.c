@@ -155,7 +155,8 @@ typedef struct {
 } split_case;
 
 /* Generated with Hugging Face tokenizers' Split(pattern, "isolated") on the
- * published patterns (tools/tokfile.py PATTERNS). */
+ * published patterns (tools/tokfile.py PATTERNS); smollm's with Digits
+ * (individual_digits) first, as SmolLM2's tokenizer.json does. */
 static const split_case splits[] = {
     /* gpt-2 */
     {0, "Hello world's  end\012\012  x",
@@ -214,6 +215,13 @@ static const split_case splits[] = {
      {"x", "\314\201y", " ", "1", "\302\262", "\302\275", NULL}},
     {2, "  ",
      {"  ", NULL}},
+    /* smollm: Sequence(Digits(individual), Split(gpt-2)) */
+    {3, "abc 12345 x1y",
+     {"abc", " ", "1", "2", "3", "4", "5", " x", "1", "y", NULL}},
+    {3, "  42\012\012  7 ",
+     {"  ", "4", "2", "\012\012  ", "7", " ", NULL}},
+    {3, "v2.0 \302\275\302\262 \331\2434",
+     {"v", "2", ".", "0", " ", "\302\275", "\302\262", " ", "\331\243", "4", NULL}},
 };
 
 static void test_splits(void) {
@@ -251,7 +259,7 @@ static void test_splits(void) {
               ml_uni_class(0x0301) == ML_UNI_OTHER && ml_uni_class(0x1C) == ML_UNI_OTHER &&
               ml_uni_class(0x110000) == ML_UNI_OTHER,
           "Unicode classes of a, U+4F60, U+0663, U+3000, U+0301, U+001C, U+110000");
-    GROUP_DONE("pre-tokenizers: gpt-2, llama-bpe, qwen2 on tricky strings", f0);
+    GROUP_DONE("pre-tokenizers: gpt-2, llama-bpe, qwen2, smollm on tricky strings", f0);
 }
 
 /* ---- specials ------------------------------------------------------------------ */
@@ -351,7 +359,7 @@ static void test_malformed(void) {
     } cases[] = {
         {0, 0x50424C4E, "magic", "magic"},
         {4, 2, "version", "version 2"},
-        {8, 3, "pre", "pre-tokenizer 3"},
+        {8, 4, "pre", "pre-tokenizer 4"},
         {12, 4, "flags", "unknown flag"},
         {16, 255, "n_tokens", "255 tokens"},
         {16, N_TOK + 1, "token 267", "one token more than the file has"},

@@ -8,7 +8,8 @@ API (tools/convert.py and the tests import this module):
     tf.pad_to(n)                          # add unused "[PAD<i>]" tokens up to the model's vocab
     data = tf.to_bytes()                  # the file, as the C loader reads it (and .mlb v2 embeds it)
     tf = TokFile.from_bytes(data)         # and back (tests)
-A TokFile holds: pre ("gpt-2", "llama-bpe", "qwen2"), tokens (raw bytes),
+A TokFile holds: pre ("gpt-2", "llama-bpe", "qwen2", "smollm": each number
+character alone, gpt-2's rule between; SmolLM2's Digits + ByteLevel), tokens (raw bytes),
 types (TYPE_*), merges ([(left, right, result)] in rank order), flags
 (IGNORE_MERGES, RANK_BY_RESULT), bos, eos, eot (-1: none) and add_bos.
 Every failure raises TokFileError with a message naming the field.
@@ -25,7 +26,7 @@ import sys
 
 MAGIC = b"MLBP"
 VERSION = 1
-PRE = {"gpt-2": 0, "llama-bpe": 1, "qwen2": 2}
+PRE = {"gpt-2": 0, "llama-bpe": 1, "qwen2": 2, "smollm": 3}
 IGNORE_MERGES, RANK_BY_RESULT = 1, 2
 TYPE_NORMAL, TYPE_UNKNOWN, TYPE_CONTROL, TYPE_USER, TYPE_UNUSED, TYPE_BYTE = 1, 2, 3, 4, 5, 6
 MAX_TOKEN_LEN = 1024
@@ -244,9 +245,12 @@ def _hf_pre(tj, what):
             if pattern == p:
                 return name
         raise TokFileError(f"{what}: pre_tokenizer pattern {pattern!r} is none of {', '.join(PRE)}")
-    if json.dumps(pt).find('"ByteLevel"') >= 0:
-        if json.dumps(pt).find('"Digits"') >= 0:
-            raise TokFileError(f"{what}: pre_tokenizer splits digits before ByteLevel; not supported")
+    text = json.dumps(pt)
+    if '"ByteLevel"' in text:
+        if '"Digits"' in text:
+            if '"individual_digits": true' not in text:
+                raise TokFileError(f"{what}: pre_tokenizer Digits without individual_digits is not supported")
+            return "smollm"
         return "gpt-2"
     raise TokFileError(f"{what}: pre_tokenizer {json.dumps(pt)[:80]} is not a byte-level BPE one")
 
