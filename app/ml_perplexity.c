@@ -20,7 +20,7 @@
 #include "core/path.h"
 #include "model/model.h"
 #include "model/sampler.h"
-#include "model/tokenizer.h"
+#include "model/tok.h"
 
 #define DEFAULT_CTX 512
 #define KL_IO_BUFFER (1u << 20)
@@ -35,7 +35,8 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: ml_perplexity -m model.mlb -z tokenizer.bin -f text.txt [options]\n"
             "  -m FILE          model, converted by tools/convert.py\n"
-            "  -z FILE          llama2.c tokenizer.bin matching the model's vocab\n"
+            "  -z FILE          llama2.c tokenizer.bin or BPE tokenizer file matching the\n"
+            "                   model's vocab\n"
             "  -f FILE          UTF-8 text to score\n"
             "  -c N             tokens per chunk, >= 4 (default: the model's context, at most %d)\n"
             "  -b N             positions per evaluation batch (default: -c; 1 = token by\n"
@@ -48,7 +49,8 @@ static void usage(FILE *f) {
             "  --version        print the version and the build, and exit\n"
             "scoring (as llama-perplexity): the text is tokenized once (BOS first) and cut\n"
             "into chunks of -c tokens (a partial last chunk is dropped); each chunk starts with\n"
-            "BOS and is evaluated from position 0; only its second half is scored: tokens\n"
+            "BOS (a BPE tokenizer without BOS: neither) and is evaluated from position 0;\n"
+            "only its second half is scored: tokens\n"
             "c/2+1 .. c-1 (0-based), each predicted with at least c/2+1 tokens of context.\n"
             "PPL = exp(mean negative log-likelihood), +/- its standard error.\n"
             "build: %s\n",
@@ -258,7 +260,7 @@ int ml_main(int argc, char **argv) {
 
     ml_err err = {{0}};
     ml_model m;
-    ml_tokenizer tok;
+    ml_tok tok;
     ml_status st;
     const ml_named_path inputs[] = {{"the model -m", o.model}, {"the tokenizer -z", o.tokenizer}, {"the text -f", o.text}};
     if (o.kl_path && ml_outfile_check("--kl-base", o.kl_path, inputs, 3, &err)) {
@@ -269,7 +271,7 @@ int ml_main(int argc, char **argv) {
     ml_open_opts oo = {.use_mmap = 1, .max_seq = (int)(o.ctx ? o.ctx : DEFAULT_CTX), .n_threads = (int)o.threads,
                        .batch = o.batch ? (int)o.batch : INT_MAX, .all_logits = 1};
     if ((st = ml_model_open(&m, o.model, &oo, &err))) return fail("loading the model", st, &err);
-    if ((st = ml_tokenizer_load(&tok, o.tokenizer, m.cfg.vocab, &err))) {
+    if ((st = ml_tok_load(&tok, o.tokenizer, m.cfg.vocab, &err))) {
         ml_model_close(&m);
         return fail("loading the tokenizer", st, &err);
     }
@@ -284,13 +286,13 @@ int ml_main(int argc, char **argv) {
         goto done;
     }
     if (!read_text(o.text, &text)) goto done;
-    tokens = malloc(ml_tokenizer_max_tokens(text) * sizeof *tokens);
+    tokens = malloc(ml_tok_max_tokens(&tok, text) * sizeof *tokens);
     int n_tokens = 0;
     if (!tokens) {
         fprintf(stderr, "ml_perplexity: out of memory for the tokens\n");
         goto done;
     }
-    if ((st = ml_tokenizer_encode(&tok, text, 1, 0, tokens, &n_tokens, &err))) {
+    if ((st = ml_tok_encode(&tok, text, ml_tok_add_bos(&tok), 0, 0, tokens, &n_tokens, &err))) {
         rc = fail("tokenizing the text", st, &err);
         goto done;
     }
@@ -301,7 +303,8 @@ int ml_main(int argc, char **argv) {
                 o.text, n_tokens, s.l.ctx);
         goto done;
     }
-    for (int c = 0; c < s.l.n_chunks; c++) tokens[(long)c * s.l.ctx] = ML_TOK_BOS;
+    if (ml_tok_add_bos(&tok)) /* a tokenizer without BOS (Qwen's) leaves each chunk's first token as it is */
+        for (int c = 0; c < s.l.n_chunks; c++) tokens[(long)c * s.l.ctx] = ml_tok_bos(&tok);
 
     if (o.kl_path) {
         ml_kl_header h = {(uint32_t)m.cfg.vocab, (uint32_t)s.l.ctx, (uint32_t)s.l.n_chunks, (uint32_t)s.l.n_scored,
@@ -318,8 +321,8 @@ int ml_main(int argc, char **argv) {
     const ml_ppl_layout *l = &s.l;
     printf("model: %s (%s, vocab %d), %s build\n", o.model, m.cfg.wtype == ML_TYPE_Q8_0 ? "Q8_0" : "Q4_0",
            m.cfg.vocab, ML_ISA_NAME);
-    printf("text: %s: %d tokens (BOS first); %d chunks of %d (%d tokens after the last chunk unused)\n", o.text,
-           n_tokens, l->n_chunks, l->ctx, n_tokens - l->n_chunks * l->ctx);
+    printf("text: %s: %d tokens%s; %d chunks of %d (%d tokens after the last chunk unused)\n", o.text,
+           n_tokens, ml_tok_add_bos(&tok) ? " (BOS first)" : "", l->n_chunks, l->ctx, n_tokens - l->n_chunks * l->ctx);
     printf("scored: the second half of each chunk, tokens %d..%d (0-based; %d per chunk, %ld in all), "
            "each with at least %d tokens of context\n",
            l->first + 1, l->ctx - 1, l->n_scored, (long)l->n_scored * l->n_chunks, l->first + 1);
@@ -354,7 +357,7 @@ done:
     free(iobuf);
     free(tokens);
     free(text);
-    ml_tokenizer_free(&tok);
+    ml_tok_free(&tok);
     ml_model_close(&m);
     return rc;
 }
