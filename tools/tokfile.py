@@ -299,7 +299,14 @@ def bpe_from_hf(folder, pre=None):
         ids[key] = tf.token_id(name) if name else -1
     tf.bos, tf.eos = ids["bos"], ids["eos"]
     tf.eot = _guess_eot(tokens, types)
-    tf.add_bos = int(bool(cfg.get("add_bos_token", False)) and tf.bos >= 0)
+    # add_bos_token when the config says; else whether the post-processor
+    # (Llama 3's TemplateProcessing) puts the bos token in front
+    if "add_bos_token" in cfg:
+        add = bool(cfg["add_bos_token"])
+    else:
+        name = _content(cfg.get("bos_token"))
+        add = bool(name) and json.dumps({"id": name})[1:-1] in json.dumps(tj.get("post_processor"))
+    tf.add_bos = int(add and tf.bos >= 0)
     return tf
 
 
