@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The byte-level BPE tokenizer (model/bpe.c, through ml_tokenize) against the
 reference tokenizers, on a 1 MiB seeded corpus (tests/bpe_corpus.py), for
-each pre-tokenizer (gpt-2, llama-bpe, qwen2; smollm with tokenizers only):
+each pre-tokenizer (gpt-2, llama-bpe, qwen2; smollm with tokenizers only);
+first, that model/unicode_tables.c is tools/gen_unicode.py's output:
   - tiktoken with GPT-2's 50257-token vocabulary (gpt2.tiktoken from the
     openai-whisper 20250625 sdist) and the family's split pattern; our file
     from tools/tokfile.py's bpe_from_tiktoken; plain text and --special;
@@ -214,7 +215,23 @@ def run_check(path, model):
                   f"(exit {r.returncode}, {r.stdout[:40]!r})")
 
 
+def unicode_tables_check():
+    """model/unicode_tables.c is what tools/gen_unicode.py makes, when this
+    Python's Unicode is the version the file names."""
+    import unicodedata
+    path = os.path.join(ROOT, "model", "unicode_tables.c")
+    with open(path, encoding="utf-8") as f:
+        head = f.readline()
+    if f"Unicode {unicodedata.unidata_version} " not in head:
+        checks.skip(f"{path} is of another Unicode than this Python's {unicodedata.unidata_version}: not regenerated")
+        return
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gen_unicode.py"), "--check", path],
+                       capture_output=True, text=True)
+    checks.report(r.returncode == 0, f"{path} is as tools/gen_unicode.py makes it{': ' + r.stderr.strip() if r.returncode else ''}")
+
+
 def main():
+    unicode_tables_check()
     try:
         import tiktoken
     except ImportError as e:
