@@ -36,9 +36,11 @@ ml_status ml_spec_init(ml_spec *sp, const ml_model *m, const ml_spec_opts *o, ml
     if (o->max_draft < 1 || o->max_draft > ML_SPEC_MAX_DRAFT)
         return ml_errf(err, ML_E_ARG, "draft length: expected 1..%d tokens, got %d", ML_SPEC_MAX_DRAFT,
                        o->max_draft);
-    if (m->b.cap < o->max_draft + 1 || !m->b.logits)
+    /* A batch never runs past the context: a short one caps the drafts. */
+    int max_draft = o->max_draft < c->max_seq - 1 ? o->max_draft : c->max_seq - 1;
+    if (m->b.cap < max_draft + 1 || !m->b.logits)
         return ml_errf(err, ML_E_ARG, "speculation: the model must be opened with all_logits and a batch of at "
-                       "least %d (drafts + 1), got batch %d%s", o->max_draft + 1, m->b.cap,
+                       "least %d (drafts + 1), got batch %d%s", max_draft + 1, m->b.cap,
                        m->b.logits ? "" : " without all_logits");
     if (o->draft) {
         const ml_config *d = &o->draft->cfg;
@@ -50,13 +52,14 @@ ml_status ml_spec_init(ml_spec *sp, const ml_model *m, const ml_spec_opts *o, ml
                            "(cap the run's context with -c %d)", d->max_seq, c->max_seq, d->max_seq);
     }
     sp->o = *o;
+    sp->o.max_draft = max_draft;
     sp->ctx = malloc(((size_t)c->max_seq + 1) * sizeof *sp->ctx);
-    sp->batch = malloc(((size_t)o->max_draft + 1) * sizeof *sp->batch);
+    sp->batch = malloc(((size_t)max_draft + 1) * sizeof *sp->batch);
     if (!sp->ctx || !sp->batch) {
         ml_spec_free(sp);
         return ml_errf(err, ML_E_NOMEM, "speculation: no memory for a context of %d tokens", c->max_seq);
     }
-    sp->k = o->max_draft;
+    sp->k = max_draft;
     sp->max_seq = c->max_seq;
     return ML_OK;
 }

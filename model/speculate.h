@@ -37,7 +37,7 @@ int ml_lookup_propose(const int *ctx, int n, int min_ngram, int max_ngram, int *
 /* ---- the speculative decoder ------------------------------------------------- */
 
 typedef struct {
-    int max_draft;   /* 1 .. ML_SPEC_MAX_DRAFT drafts per batch, at most */
+    int max_draft;   /* 1 .. ML_SPEC_MAX_DRAFT drafts per batch, at most (capped at context - 1) */
     ml_model *draft; /* NULL: prompt lookup; else the draft model (same vocab, context
                         >= the target's), opened by the caller, closed after ml_spec_free */
 } ml_spec_opts;
@@ -55,7 +55,7 @@ typedef struct {
 } ml_spec;
 
 /* Check o against the target model m (opened with all_logits and a batch of
- * at least max_draft + 1; a draft model with m's vocab and at least m's
+ * at least max_draft + 1, or the context; a draft model with m's vocab and at least m's
  * context) and allocate the buffers: ML_E_ARG naming what does not fit,
  * ML_E_NOMEM. On failure nothing stays allocated. */
 ml_status ml_spec_init(ml_spec *sp, const ml_model *m, const ml_spec_opts *o, ml_err *err);
