@@ -107,12 +107,19 @@ static ml_status propose(ml_spec *sp, int k, int *out, int *n_out, ml_err *err) 
     return ML_OK;
 }
 
-/* The next draft length from this batch's: a fully confirmed draft grows,
- * a refused one shrinks to what was confirmed plus one. */
+/* The next draft length from this batch's: a fully confirmed draft doubles,
+ * a partly confirmed one shrinks to what was confirmed plus one. A refused
+ * first draft also pauses drafting for a few steps (1, 2, 4, .. 32 after
+ * refusals in a row), so a text the drafter cannot predict decodes at about
+ * plain speed: each such step is a batch of one. */
+#define MAX_PAUSE 32
 static void adapt(ml_spec *sp, int k, int accepted) {
     if (k < 1) return;
     if (accepted == k) sp->k = sp->k * 2 < sp->o.max_draft ? sp->k * 2 : sp->o.max_draft;
     else sp->k = accepted + 1;
+    if (accepted) sp->pause = 0;
+    else sp->pause = sp->pause ? (sp->pause * 2 < MAX_PAUSE ? sp->pause * 2 : MAX_PAUSE) : 1;
+    sp->wait = sp->pause;
 }
 
 /* ---- verification ------------------------------------------------------------ */
@@ -177,6 +184,7 @@ ml_status ml_generate_spec(ml_model *m, ml_sampler *smp, ml_spec *sp, const int 
     memcpy(sp->ctx, prompt, (size_t)n_prompt * sizeof *prompt);
     sp->n_ctx = n_prompt;
     sp->draft_pos = 0;
+    sp->k = sp->o.max_draft, sp->pause = sp->wait = 0;
     run r = {.m = m, .smp = smp, .sp = sp, .cb = cb, .steps = steps, .n_pos = n_pos, .token = prompt[n_prompt - 1]};
     /* The last prompt position's logits are sampled as ml_generate does. */
     take(&r, n_prompt - 1);
@@ -185,6 +193,7 @@ ml_status ml_generate_spec(ml_model *m, ml_sampler *smp, ml_spec *sp, const int 
      * one plain decoding would run). */
     for (int pos = n_prompt; !r.done;) {
         int room = steps - 1 - pos, k = sp->k < room ? sp->k : room, n_draft = 0;
+        if (sp->wait > 0) sp->wait--, k = 0;
         if ((s = propose(sp, k, sp->batch + 1, &n_draft, err))) return s;
         sp->batch[0] = r.token;
         r.pos0 = pos, r.n = n_draft + 1, r.confirmed = 0, r.settled = 0;
