@@ -59,7 +59,7 @@ ml_status ml_spec_init(ml_spec *sp, const ml_model *m, const ml_spec_opts *o, ml
         ml_spec_free(sp);
         return ml_errf(err, ML_E_NOMEM, "speculation: no memory for a context of %d tokens", c->max_seq);
     }
-    sp->k = max_draft;
+    sp->k = 1;
     sp->max_seq = c->max_seq;
     return ML_OK;
 }
@@ -184,7 +184,7 @@ ml_status ml_generate_spec(ml_model *m, ml_sampler *smp, ml_spec *sp, const int 
     memcpy(sp->ctx, prompt, (size_t)n_prompt * sizeof *prompt);
     sp->n_ctx = n_prompt;
     sp->draft_pos = 0;
-    sp->k = sp->o.max_draft, sp->pause = sp->wait = 0;
+    sp->k = 1, sp->pause = sp->wait = 0; /* the first draft is one token: a miss costs little */
     run r = {.m = m, .smp = smp, .sp = sp, .cb = cb, .steps = steps, .n_pos = n_pos, .token = prompt[n_prompt - 1]};
     /* The last prompt position's logits are sampled as ml_generate does. */
     take(&r, n_prompt - 1);

@@ -47,7 +47,7 @@ typedef struct {
     int *ctx;        /* (max_seq + 1) the text so far: prompt, then every emitted token */
     int n_ctx, max_seq;
     int *batch;      /* (max_draft + 1) the token to feed, then the drafts */
-    int k;           /* the draft length now (adaptive), 1 .. max_draft */
+    int k;           /* the draft length now (adaptive): 1 at first, doubling up to max_draft */
     int pause, wait; /* after refused drafts: steps to run without drafting, and left of them */
     int draft_pos;   /* draft model: its KV cache holds ctx[0..draft_pos) */
     long drafted;    /* drafts checked */
