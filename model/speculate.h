@@ -68,7 +68,9 @@ ml_status ml_spec_check_tokenizers(const ml_tokenizer *target, const ml_tokenize
 
 /* ml_generate, speculatively: the same arguments, checks, callbacks and
  * results (tokens, logits, *n_pos, the sampler's state). sp's counters add
- * up this run's drafts. */
+ * up this run's drafts. One difference, for damaged models only: values
+ * that overflow (ML_E_FORMAT) are checked at every position of a batch, so
+ * a refused draft's position can fail where plain decoding never runs. */
 ml_status ml_generate_spec(ml_model *m, ml_sampler *smp, ml_spec *sp, const int *prompt, int n_prompt, int steps,
                            const ml_gen_callbacks *cb, int *n_pos, ml_err *err);
 
