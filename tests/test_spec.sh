@@ -82,22 +82,34 @@ if [ ! -d "$MODELS" ] || ! have_numpy; then
     skip "draft models: $MODELS or python3 with numpy not found: other pairs not checked"
     finish
 fi
-conv() { "$PYTHON" tools/convert.py "$@" >/dev/null 2>"$tmp/conv.err" || cat "$tmp/conv.err"; }
-conv "$MODELS/stories260K/stories260K.bin" "$tmp/s260_q4.mlb" --wtype q4_0
-same "a Q4_0 draft of the model, greedy" "--draft-model $tmp/s260_q4.mlb --draft 6" "${PR[@]}" --temp 0
+# Converted models are kept where tests/test_e2e.sh keeps them (same names), so
+# a row converts each once: conv SOURCE NAME WTYPE sets $mlb.
+mdir=${ML_E2E_MODELS:-build/models}
+mkdir -p "$mdir"
+conv() {
+    mlb=$mdir/$2_$3.mlb
+    [ -f "$mlb" ] && [ "$mlb" -nt tools/convert.py ] && return
+    "$PYTHON" tools/convert.py "$1" "$mlb.$$" --wtype "$3" >/dev/null 2>"$tmp/conv.err" && mv "$mlb.$$" "$mlb" ||
+        cat "$tmp/conv.err"
+}
+conv "$MODELS/stories260K/stories260K.bin" stories260K q4_0
+S4=$mlb
+same "a Q4_0 draft of the model, greedy" "--draft-model $S4 --draft 6" "${PR[@]}" --temp 0
 check "a Q4_0 draft: most drafts accepted" "[ \"\$(accepted)\" -gt 50 ]"
-same "a Q4_0 draft, seeded with filters" "--draft-model $tmp/s260_q4.mlb --draft 3" "${PR[@]}" -s 8 --top-p 0.8 --repeat-penalty 1.1
-same "a Q4_0 draft, the context fills up mid-draft" "--draft-model $tmp/s260_q4.mlb --draft 12" -c 57 -n 0 --temp 0
+same "a Q4_0 draft, seeded with filters" "--draft-model $S4 --draft 3" "${PR[@]}" -s 8 --top-p 0.8 --repeat-penalty 1.1
+same "a Q4_0 draft, the context fills up mid-draft" "--draft-model $S4 --draft 12" -c 57 -n 0 --temp 0
 XS=$MODELS/stories260K-xs-retrain
-conv "$XS/stories260K_xs_retrain.bin" "$tmp/xs.mlb"
+conv "$XS/stories260K_xs_retrain.bin" stories260K-xs q8_0
+XSM=$mlb
 refused "a draft model with a shorter context (256 < 512)" 2 "context of 256 tokens is shorter than the model.s 512" \
-    --draft-model "$tmp/xs.mlb"
-same "another model (same tokenizer) as the draft, -c 256" "--draft-model $tmp/xs.mlb --draft-tokenizer $XS/tok512.bin" \
+    --draft-model "$XSM"
+same "another model (same tokenizer) as the draft, -c 256" "--draft-model $XSM --draft-tokenizer $XS/tok512.bin" \
     "${PR[@]}" -s 2 -c 256
 AI=$MODELS/aidreams260K
-conv "$AI/aidreams260K.bin" "$tmp/ai.mlb"
+conv "$AI/aidreams260K.bin" aidreams260K q8_0
+AIM=$mlb
 refused "a draft model with another tokenizer of the same size" 2 "draft tokenizer: piece [0-9]* differs" \
-    --draft-model "$tmp/ai.mlb" --draft-tokenizer "$AI/tok512.bin" -c 128
+    --draft-model "$AIM" --draft-tokenizer "$AI/tok512.bin" -c 128
 "$PYTHON" tools/gen_random.py "$tmp/v300.mlb" --vocab 300 --max-seq 512 >/dev/null 2>&1
 refused "a draft model of another vocab" 2 "draft model: vocab 300, the model.s is 512" --draft-model "$tmp/v300.mlb"
 finish
