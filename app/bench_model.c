@@ -46,8 +46,54 @@ static double prompt_seconds(ml_model *m, const int *tokens, int n) {
     return ml_cli_now() - t0;
 }
 
+/* Speculative decoding's bound (model/speculate.h): batches of k tokens
+ * with every token's logits, as a verification runs them, over the decode
+ * figure's positions; seconds per batch. */
+static ml_status ignore_logits(void *ud, int pos, const float *logits, ml_err *err) {
+    (void)ud, (void)pos, (void)logits, (void)err;
+    return ML_OK;
+}
+
+static double verify_seconds(ml_model *m, const int *tokens, int n, int k) {
+    ml_err err;
+    int batches = 0;
+    double t0 = ml_cli_now();
+    for (int pos = 0; pos + k <= n; pos += k, batches++)
+        if (ml_forward_batch(m, tokens + pos, k, pos, ignore_logits, NULL, &err)) return -1;
+    return batches ? (ml_cli_now() - t0) / batches : -1;
+}
+
+/* k = 2, 4, 8 beside one decode step (step_s): their cost ratio, and #row lines. */
+static int bench_verify(const ml_bench_opts *o, ml_model *m, const int *tokens, int n, double step_s,
+                        const char *label, const char *tn, int nth) {
+    static const int ks[] = {2, 4, 8};
+    enum { NK = sizeof ks / sizeof *ks };
+    double med[NK];
+    for (int j = 0; j < NK; j++) {
+        double t[64];
+        med[j] = 0;
+        if (ks[j] > m->b.cap || ks[j] > n) continue;
+        verify_seconds(m, tokens, ks[j], ks[j]); /* warm */
+        for (int r = 0; r < o->reps; r++) t[r] = verify_seconds(m, tokens, n, ks[j]);
+        ml_bench_stats st = ml_bench_summarize(t, o->reps);
+        if (st.lo < 0) {
+            fprintf(stderr, "ml_bench: %s: the verification batch failed\n", label);
+            return ML_EXIT_FAIL;
+        }
+        med[j] = st.med;
+    }
+    printf("  %-12s %s  %dT  verify k tokens (one batch, every logit) / a decode step:", label, tn, nth);
+    for (int j = 0; j < NK; j++)
+        if (med[j] > 0) printf("  k=%d %.3f ms = %.2fx", ks[j], med[j] * 1e3, med[j] / step_s);
+    printf("\n");
+    for (int j = 0; j < NK; j++)
+        if (med[j] > 0) printf("#row verify%d %s %s_%s_%dT %.3f\n", ks[j], ML_ISA_NAME, label, tn, nth, med[j] / step_s);
+    return ML_EXIT_OK;
+}
+
 /* The prompt figure and its #row line, beside the decode figure. */
-static int bench_prompt(const ml_bench_opts *o, ml_model *m, const char *label, const char *tn, int nth) {
+static int bench_prompt(const ml_bench_opts *o, ml_model *m, const char *label, const char *tn, int nth,
+                        double step_s) {
     int n = o->prompt < m->cfg.max_seq ? o->prompt : m->cfg.max_seq;
     int *tokens = malloc((size_t)n * sizeof *tokens);
     if (!tokens) {
@@ -59,8 +105,9 @@ static int bench_prompt(const ml_bench_opts *o, ml_model *m, const char *label, 
     prompt_seconds(m, tokens, n < 8 ? n : 8); /* warm caches */
     double t[64];
     for (int r = 0; r < o->reps; r++) t[r] = prompt_seconds(m, tokens, n);
-    free(tokens);
     ml_bench_stats st = ml_bench_summarize(t, o->reps);
+    int rc = st.lo < 0 ? ML_EXIT_FAIL : bench_verify(o, m, tokens, n, step_s, label, tn, nth);
+    free(tokens);
     if (st.lo < 0) {
         fprintf(stderr, "ml_bench: %s: the prompt failed\n", label);
         return ML_EXIT_FAIL;
@@ -68,14 +115,15 @@ static int bench_prompt(const ml_bench_opts *o, ml_model *m, const char *label, 
     printf("  %-12s %s  %dT  %8.1f tok/s  pp%d, -b %d  (%.1f-%.1f tok/s)\n", label, tn, nth, n / st.med, n,
            m->b.cap > 1 ? m->b.cap : 1, n / st.hi, n / st.lo);
     printf("#row pp%d %s %s_%s_%dT %.2f\n", n, ML_ISA_NAME, label, tn, nth, n / st.med);
-    return ML_EXIT_OK;
+    return rc;
 }
 
 static int bench_model(const ml_bench_opts *o, const ml_bench_bw *bw, const char *label, const void *data,
                        size_t size, int nth) {
     ml_model m;
     ml_err err = {{0}};
-    ml_open_opts oo = {.use_mmap = o->use_mmap, .n_threads = nth, .batch = o->batch};
+    /* all_logits: the verification figure wants every row's logits. */
+    ml_open_opts oo = {.use_mmap = o->use_mmap, .n_threads = nth, .batch = o->batch, .all_logits = 1};
     ml_status s = data ? ml_model_open_buffer(&m, data, size, label, &oo, &err)
                        : ml_model_open(&m, o->model_path, &oo, &err);
     if (s) {
@@ -105,7 +153,7 @@ static int bench_model(const ml_bench_opts *o, const ml_bench_bw *bw, const char
             printf("  %-12s read bandwidth not measured: no memory for its 1 GiB buffer\n", label);
     }
     printf("#row model %s %s_%s_%dT %.2f\n", ML_ISA_NAME, label, tn, nth, tps);
-    int rc = o->prompt ? bench_prompt(o, &m, label, tn, nth) : ML_EXIT_OK;
+    int rc = o->prompt ? bench_prompt(o, &m, label, tn, nth, st.med / tokens) : ML_EXIT_OK;
     fflush(stdout);
     ml_model_close(&m);
     return rc;

@@ -7,6 +7,7 @@
 
 #include "app/cli.h"
 #include "app/exit_codes.h"
+#include "app/run_spec.h"
 #include "app/run_text.h"
 #include "config/ml_config.h"
 #include "core/outfile.h"
@@ -50,11 +51,17 @@ static void usage(FILE *f) {
             "  --no-mmap      read the model into memory instead of mapping it\n"
             "  --logits FILE  write each position's logits (float32 x vocab) to FILE\n"
             "  --ids FILE     write the token ids (prompt, then generated), one per line\n"
+            "  --lookup N     speculative decoding by prompt lookup: up to N (1..%d) drafts\n"
+            "                 a step, the tokens that followed the text's latest repeat;\n"
+            "                 the output is the same, faster when the text repeats itself\n"
+            "  --draft-model FILE  speculative decoding with a smaller model of the same\n"
+            "                 tokenizer drafting greedily (--draft N drafts a step, default 8;\n"
+            "                 --draft-tokenizer FILE: its tokenizer, checked against -z's)\n"
             "  --cpu-info     print what this CPU supports and which build to use\n"
             "                 (--cpu-info --json: the same as one line of JSON)\n"
             "  --version      print the version and the build, and exit\n"
             "build: %s\n",
-            ML_STOP_MAX, DEFAULT_STEPS, ML_THREADS_DEFAULT_MAX, ML_RUN_DEFAULT_BATCH, ML_ISA_NAME);
+            ML_STOP_MAX, DEFAULT_STEPS, ML_THREADS_DEFAULT_MAX, ML_RUN_DEFAULT_BATCH, ML_CLI_MAX_DRAFT, ML_ISA_NAME);
 }
 
 static int fail(const char *what, ml_status s, const ml_err *err) {
@@ -225,9 +232,12 @@ int ml_main(int argc, char **argv) {
     ml_tok tok;
     ml_status s;
     double t0 = ml_cli_now();
-    /* --logits wants every prompt position's logits, not only the last. */
+    /* --logits wants every prompt position's logits, not only the last;
+     * speculation every drafted position's, in batches of drafts + 1. */
+    int n_draft = ml_run_spec_drafts(&o);
     ml_open_opts oo = {.use_mmap = o.use_mmap, .max_seq = (int)o.context, .n_threads = (int)o.threads,
-                       .batch = (int)o.batch, .all_logits = o.logits_path != NULL};
+                       .batch = (int)o.batch, .all_logits = o.logits_path != NULL || n_draft};
+    if (n_draft && oo.batch < n_draft + 1) oo.batch = n_draft + 1;
     if ((s = ml_model_open(&m, o.model, &oo, &err))) {
         free(prompt_text);
         return finish_outputs(outs, 2, fail("loading the model", s, &err));
@@ -251,6 +261,8 @@ int ml_main(int argc, char **argv) {
     int steps = o.steps < 0 ? (DEFAULT_STEPS < c->max_seq ? DEFAULT_STEPS : c->max_seq)
                 : o.steps == 0 ? c->max_seq : (int)o.steps;
     int *prompt = NULL;
+    ml_run_spec spec;
+    if ((rc = ml_run_spec_open(&spec, &o, &m, &tok)) != ML_EXIT_OK) goto done;
     rc = ML_EXIT_FAIL;
     if (o.steps > c->max_seq) {
         fprintf(stderr, "ml_run: -n %ld exceeds the context of %d tokens (use -n 0 for all of it)\n",
@@ -303,7 +315,8 @@ int ml_main(int argc, char **argv) {
 
     int n_pos = 0;
     double t1 = ml_cli_now();
-    s = ml_generate(&m, &smp, prompt, n_prompt, steps, &cb, &n_pos, &err);
+    s = spec.n_draft ? ml_generate_spec(&m, &smp, &spec.sp, prompt, n_prompt, steps, &cb, &n_pos, &err)
+                     : ml_generate(&m, &smp, prompt, n_prompt, steps, &cb, &n_pos, &err);
     double dt = ml_cli_now() - t1;
     char rest[8];
     emit_piece(&r, rest, ml_utf8_stream_flush(&r.utf8, rest));
@@ -323,10 +336,12 @@ int ml_main(int argc, char **argv) {
             " then %d in %.3f s (%.1f tok/s)\n", n_pos, dt, dt > 0 ? n_pos / dt : 0.0, n_pos ? dt * 1e3 / n_pos : 0.0,
             n_prompt, dp, dp > 0 ? n_prompt / dp : 0.0, m.b.cap > 1 ? m.b.cap : 1, n_pos - n_prompt, dg,
             dg > 0 ? (n_pos - n_prompt) / dg : 0.0);
+    if (spec.n_draft) ml_run_spec_report(&spec, stderr);
 done:
     rc = finish_outputs(outs, 2, rc);
     free(prompt);
     free(prompt_text);
+    ml_run_spec_close(&spec);
     ml_tok_free(&tok);
     ml_model_close(&m);
     return rc;

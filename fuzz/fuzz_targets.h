@@ -367,6 +367,10 @@ static inline void fuzz_cli(const uint8_t *d, size_t n) {
         FUZZ_ASSERT(o.n_stops >= 0 && o.n_stops <= ML_STOP_MAX, "--stop count");
         for (int k = 0; k < o.n_stops; k++)
             FUZZ_ASSERT(o.stops[k][0] && strlen(o.stops[k]) <= ML_STOP_MAX_LEN, "--stop length");
+        FUZZ_ASSERT(o.lookup >= 0 && o.lookup <= ML_CLI_MAX_DRAFT && o.draft >= 0 && o.draft <= ML_CLI_MAX_DRAFT,
+                    "--lookup / --draft range");
+        FUZZ_ASSERT(o.draft_model || (!o.draft && !o.draft_tokenizer), "--draft without --draft-model");
+        FUZZ_ASSERT(!(o.lookup && o.draft_model), "--lookup with --draft-model");
     }
     free(buf);
 }

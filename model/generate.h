@@ -38,4 +38,15 @@ typedef struct {
 ml_status ml_generate(ml_model *m, ml_sampler *smp, const int *prompt, int n_prompt, int steps,
                       const ml_gen_callbacks *cb, int *n_pos, ml_err *err);
 
+/* ml_generate's first half, shared with speculative decoding
+ * (model/speculate.h): the checks, the prompt with its callbacks, the
+ * prompt's tokens into the sampler's history; the last prompt position's
+ * logits are left in m->s.logits, not yet sampled. */
+ml_status ml_generate_prompt(ml_model *m, ml_sampler *smp, const int *prompt, int n_prompt, int steps,
+                             const ml_gen_callbacks *cb, int *n_pos, ml_err *err);
+
+/* Nonzero when a sampled token ends the generation (cb->stop, or BOS and
+ * EOS when it names none): the rule ml_generate and speculation share. */
+int ml_gen_is_stop(const ml_gen_callbacks *cb, int token);
+
 #endif
