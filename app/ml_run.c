@@ -19,9 +19,10 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: ml_run -m model.mlb -z tokenizer.bin [options]\n"
+            "usage: ml_run -m model.mlb [-z tokenizer.bin] [options]\n"
             "  -m FILE        model, converted by tools/convert.py\n"
-            "  -z FILE        llama2.c tokenizer.bin matching the model's vocab\n"
+            "  -z FILE        llama2.c tokenizer.bin matching the model's vocab (default:\n"
+            "                 the one a .mlb version 2 model embeds)\n"
             "  -i TEXT        prompt (default: none, the story starts from BOS)\n"
             "  -f FILE        prompt from FILE (- = stdin), one trailing newline removed\n"
             "  --stop STR     end the generation when the generated text ends with STR,\n"
@@ -135,6 +136,19 @@ typedef struct {
     ml_outfile o;
 } out_file;
 
+/* The tokenizer a .mlb version 2 file embeds: a llama2.c tokenizer.bin
+ * starts with its max_token_length (1 .. ML_TOK_MAX_PIECE); anything else is
+ * the BPE tokenizer file (model/bpe.h), which this build cannot read yet. */
+static ml_status load_embedded(ml_tokenizer *tok, const ml_model *m, ml_err *err) {
+    const unsigned char *p = m->tokenizer.data;
+    uint32_t first = m->tokenizer.len >= 4 ? (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                                                 (uint32_t)p[3] << 24 : 0;
+    if (first < 1 || first > ML_TOK_MAX_PIECE)
+        return ml_errf(err, ML_E_FORMAT, "the model's embedded tokenizer: this build cannot read BPE tokenizers yet"
+                       " (give a llama2.c tokenizer with -z)");
+    return ml_tokenizer_load_buffer(tok, p, m->tokenizer.len, "(embedded in the model)", m->cfg.vocab, err);
+}
+
 /* Refuse an output that is an input, or both outputs in one file (exit
  * code 2); open them (1). Before any work: prints why not. Returns
  * ML_CLI_RUN or the exit code. */
@@ -218,7 +232,15 @@ int ml_main(int argc, char **argv) {
         return finish_outputs(outs, 2, fail("loading the model", s, &err));
     }
     const ml_config *c = &m.cfg;
-    if ((s = ml_tokenizer_load(&tok, o.tokenizer, c->vocab, &err))) {
+    memset(&tok, 0, sizeof tok);
+    if (!o.tokenizer && !m.tokenizer.len) {
+        fprintf(stderr, "ml_run: missing -z tokenizer.bin (%s embeds no tokenizer)\n", o.model);
+        ml_model_close(&m);
+        free(prompt_text);
+        return finish_outputs(outs, 2, ML_EXIT_USAGE);
+    }
+    s = o.tokenizer ? ml_tokenizer_load(&tok, o.tokenizer, c->vocab, &err) : load_embedded(&tok, &m, &err);
+    if (s) {
         ml_model_close(&m);
         free(prompt_text);
         return finish_outputs(outs, 2, fail("loading the tokenizer", s, &err));

@@ -185,6 +185,18 @@ static ml_status build(ml_tokenizer *t, const char *path, const unsigned char *d
     return ML_OK;
 }
 
+ml_status ml_tokenizer_load_buffer(ml_tokenizer *t, const void *data, size_t size, const char *name,
+                                   int vocab_size, ml_err *err) {
+    if (!t || !data || !name) return ml_errf(err, ML_E_ARG, "tokenizer: NULL tokenizer, bytes or name");
+    memset(t, 0, sizeof *t);
+    if (vocab_size <= 0 || vocab_size > ML_TOK_MAX_VOCAB)
+        return ml_errf(err, ML_E_ARG, "tokenizer %s: model vocab is %d, expected 1..%d", name,
+                       vocab_size, ML_TOK_MAX_VOCAB);
+    ml_status s = build(t, name, data, size, vocab_size, err);
+    if (s) ml_tokenizer_free(t);
+    return s;
+}
+
 ml_status ml_tokenizer_load(ml_tokenizer *t, const char *path, int vocab_size, ml_err *err) {
     if (!t || !path) return ml_errf(err, ML_E_ARG, "tokenizer: NULL tokenizer or path");
     memset(t, 0, sizeof *t);

@@ -54,6 +54,11 @@ typedef struct {
 ml_status ml_tokenizer_load(ml_tokenizer *t, const char *path, int vocab_size, ml_err *err);
 void ml_tokenizer_free(ml_tokenizer *t);
 
+/* The same from a tokenizer.bin image in memory (a .mlb file's embedded
+ * tokenizer); name labels messages. The bytes need not outlive the call. */
+ml_status ml_tokenizer_load_buffer(ml_tokenizer *t, const void *data, size_t size, const char *name,
+                                   int vocab_size, ml_err *err);
+
 /* Entries the tokens buffer of ml_tokenizer_encode needs: strlen(text) + 3. */
 size_t ml_tokenizer_max_tokens(const char *text);
 
