@@ -22,11 +22,17 @@ if ! have_numpy || ! "$PYTHON" -c 'import gguf' 2>/dev/null; then
     finish
 fi
 prompt="Once upon a time, the sea"
+# The converted models are kept between runs (one folder per parallel matrix
+# slot, as test_e2e.sh's), named by a hash of the tools that make them.
+key=$(cat tools/gguf_random.py tools/gguf_out.py tools/gguf_in.py tools/convert.py tools/mlb.py | sha256sum | cut -c1-16)
+mdir=${ML_E2E_MODELS:-build/models}/arch-$key
+mkdir -p "$mdir"
 for fam in llama3 qwen2 qwen3; do
-    "$PYTHON" tools/gguf_random.py --qtype q8_0 --seed 7 "$fam" "$tmp/$fam.gguf" >/dev/null
     for wt in q8_0 q4_0; do
-        m="$tmp/${fam}_$wt.mlb"
-        if ! "$PYTHON" tools/convert.py "$tmp/$fam.gguf" "$m" --wtype "$wt" >"$tmp/conv.txt" 2>&1; then
+        m="$mdir/${fam}_$wt.mlb"
+        [ -s "$tmp/$fam.gguf" ] || [ -s "$m" ] || "$PYTHON" tools/gguf_random.py --qtype q8_0 --seed 7 "$fam" "$tmp/$fam.gguf" >/dev/null
+        if [ ! -s "$m" ] && ! "$PYTHON" tools/convert.py "$tmp/$fam.gguf" "$m" --wtype "$wt" --tokenizer "$tmp/tok.bin" \
+            >"$tmp/conv.txt" 2>&1; then
             bad "arch: $fam $wt: convert failed: $(tail -n 2 "$tmp/conv.txt")"
             continue
         fi
