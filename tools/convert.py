@@ -346,9 +346,7 @@ def hf_unpermute(w, n_heads):
     """HF's converter permutes q/k rows so RoPE rotates halves (j, j+hd/2);
     we rotate interleaved pairs (2j, 2j+1): HF row h*hd + p*hd/2 + j is our
     row h*hd + 2j + p."""
-    rows, cols = w.shape
-    hd = rows // n_heads
-    return w.reshape(n_heads, 2, hd // 2, cols).transpose(0, 2, 1, 3).reshape(rows, cols)
+    return gguf_in.neox_to_pairs(w, n_heads)  # also a bias or a head norm (1-D)
 
 
 HF_ARCHS = {"llama": 0, "qwen2": mlb.FLAG_QKV_BIAS, "qwen3": mlb.FLAG_QK_NORM}
