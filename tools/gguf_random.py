@@ -40,6 +40,13 @@ def bench_shapes(header=os.path.join(ROOT, "app", "bench_shapes.h")):
             for name, nums in rows}
 
 
+def all_shapes():
+    """bench_shapes() and today's models (REAL), {name: our header fields}."""
+    out = bench_shapes()
+    out.update({name: dict(shape, max_seq=2048) for name, (_, shape, _) in REAL.items()})
+    return out
+
+
 def write_f32(path, cfg, tokenizer=TOKENIZER, seed=1):
     """A Llama GGUF in F32 with random weights at shape cfg."""
     if not os.path.exists(tokenizer):
@@ -59,7 +66,7 @@ def write_f32(path, cfg, tokenizer=TOKENIZER, seed=1):
 
 
 def f32_bytes(cfg):
-    return sum(4 * int(np.prod(shape)) for _, shape in mlb.tensor_plan(cfg))
+    return sum(4 * int(np.prod(shape)) for _, shape in mlb.tensor_plan(cfg))  # (v1 plan: near enough)
 
 
 def model_files(shape, cfg, quantize_bin, folder, log):
@@ -77,7 +84,11 @@ def model_files(shape, cfg, quantize_bin, folder, log):
     f32 = os.path.join(folder, f"{shape}-F32.gguf")
     log(f"writing {f32} ({f32_bytes(cfg) / 1e9:.2f} GB of random F32 weights)")
     try:
-        write_f32(f32 + ".part", cfg)
+        if shape in REAL:  # today's families: their architecture and a made-up vocabulary
+            fam, real, hd = REAL[shape]
+            write_family(f32 + ".part", fam, dict(real, max_seq=cfg["max_seq"]), hd)
+        else:
+            write_f32(f32 + ".part", cfg)
         os.replace(f32 + ".part", f32)
         for t in missing:
             log(f"llama-quantize --pure {os.path.basename(f32)} -> {GGUF_TYPES[t]}")
