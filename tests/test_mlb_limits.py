@@ -129,6 +129,41 @@ def main(c):
                      f"{' (' + why + ')' if why else ''}, the loader "
                      f"{'accepts' if c_ok else 'refuses: ' + err.strip().splitlines()[-1][-160:]}")
 
+        # ---- version 2: the same agreement on its fields (model/mlb.h) ----
+        v2 = dict(BASE, version=mlb.VERSION_2)
+        l3 = dict(rope_scaling=1, rope_factor=8.0, rope_low_freq_factor=1.0, rope_high_freq_factor=4.0,
+                  rope_orig_max_seq=16)
+        nan = float("nan")
+        for label, edit in (("v2 base", {}), ("v2 stype 1", dict(stype=1)), ("v2 stype 2", dict(stype=2)),
+                            ("v2 flags 3", dict(flags=3)), ("v2 flags 4", dict(flags=4)),
+                            ("v2 head_dim 32", dict(head_dim=32)), ("v2 head_dim 31", dict(head_dim=31)),
+                            ("v2 head_dim 34 (q_dim 136)", dict(head_dim=34)),
+                            ("v2 head_dim 30 with n_heads 16 (480)", dict(head_dim=30, n_heads=16, n_kv_heads=2)),
+                            ("v2 head_dim 1 << 15", dict(head_dim=1 << 15)),
+                            ("v2 llama3", l3), ("v2 llama3 factor 0", dict(l3, rope_factor=0.0)),
+                            ("v2 llama3 factor NaN", dict(l3, rope_factor=nan)),
+                            ("v2 llama3 low 0", dict(l3, rope_low_freq_factor=0.0)),
+                            ("v2 llama3 high = low", dict(l3, rope_high_freq_factor=1.0)),
+                            ("v2 llama3 orig 0", dict(l3, rope_orig_max_seq=0)),
+                            ("v2 no scaling, factor 8", dict(rope_factor=8.0)),
+                            ("v2 rope_scaling 2", dict(rope_scaling=2)),
+                            ("v2 bos vocab-1", dict(bos=319)), ("v2 bos vocab", dict(bos=320)),
+                            ("v2 eos -2", dict(eos=-2)), ("v2 eot 5", dict(eot=5)),
+                            ("v2 add_bos 1 bos 1", dict(add_bos=1, bos=1)), ("v2 add_bos 1 no bos", dict(add_bos=1)),
+                            ("v2 add_bos 2", dict(add_bos=2, bos=1))):
+            h = dict(v2, **edit)
+            with open(path, "wb") as f:
+                f.write(mlb.pack_header(h))
+            try:
+                mlb.check_shape(h)
+                py_ok, why = True, ""
+            except mlb.MlbError as e:
+                py_ok, why = False, str(e)
+            c_ok, err = loader_accepts(path)
+            c.report(py_ok == c_ok, f"agreement: {label}: mlb.py {'accepts' if py_ok else 'refuses'}"
+                     f"{' (' + why + ')' if why else ''}, the loader "
+                     f"{'accepts' if c_ok else 'refuses: ' + err.strip().splitlines()[-1][-160:]}")
+
 
 if __name__ == "__main__":
     checks = Checks()
