@@ -83,6 +83,22 @@ def loader_accepts(path):
     return False, r.stderr
 
 
+def agree(c, label, path, header, py):
+    """The header-only file `header` at path: mlb.check_shape(py) and the
+    loader accept it, or both refuse it."""
+    with open(path, "wb") as f:
+        f.write(header)
+    try:
+        mlb.check_shape(py)
+        py_ok, why = True, ""
+    except mlb.MlbError as e:
+        py_ok, why = False, str(e)
+    c_ok, err = loader_accepts(path)
+    c.report(py_ok == c_ok, f"agreement: {label}: mlb.py {'accepts' if py_ok else 'refuses'}"
+             f"{' (' + why + ')' if why else ''}, the loader "
+             f"{'accepts' if c_ok else 'refuses: ' + err.strip().splitlines()[-1][-160:]}")
+
+
 def main(c):
     # ---- the limits in the C source are mlb.py's ----
     src = open(os.path.join(ROOT, "model", "loader.c")).read()
@@ -116,18 +132,8 @@ def main(c):
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "h.mlb")
         for label, h in cases():
-            with open(path, "wb") as f:
-                f.write(header_bytes(h))
             py = dict(h, rope_theta=f32_bits(h["theta_bits"]), norm_eps=f32_bits(h["eps_bits"]))
-            try:
-                mlb.check_shape(py)
-                py_ok, why = True, ""
-            except mlb.MlbError as e:
-                py_ok, why = False, str(e)
-            c_ok, err = loader_accepts(path)
-            c.report(py_ok == c_ok, f"agreement: {label}: mlb.py {'accepts' if py_ok else 'refuses'}"
-                     f"{' (' + why + ')' if why else ''}, the loader "
-                     f"{'accepts' if c_ok else 'refuses: ' + err.strip().splitlines()[-1][-160:]}")
+            agree(c, label, path, header_bytes(h), py)
 
         # ---- version 2: the same agreement on its fields (model/mlb.h) ----
         v2 = dict(BASE, version=mlb.VERSION_2)
@@ -152,17 +158,7 @@ def main(c):
                             ("v2 add_bos 1 bos 1", dict(add_bos=1, bos=1)), ("v2 add_bos 1 no bos", dict(add_bos=1)),
                             ("v2 add_bos 2", dict(add_bos=2, bos=1))):
             h = dict(v2, **edit)
-            with open(path, "wb") as f:
-                f.write(mlb.pack_header(h))
-            try:
-                mlb.check_shape(h)
-                py_ok, why = True, ""
-            except mlb.MlbError as e:
-                py_ok, why = False, str(e)
-            c_ok, err = loader_accepts(path)
-            c.report(py_ok == c_ok, f"agreement: {label}: mlb.py {'accepts' if py_ok else 'refuses'}"
-                     f"{' (' + why + ')' if why else ''}, the loader "
-                     f"{'accepts' if c_ok else 'refuses: ' + err.strip().splitlines()[-1][-160:]}")
+            agree(c, label, path, mlb.pack_header(h), h)
 
 
 if __name__ == "__main__":
