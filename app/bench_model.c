@@ -166,6 +166,14 @@ static int bench_shape(const ml_bench_opts *o, const ml_bench_bw *bw, const ml_b
     ml_mlb_header h = ml_mlb_make_header((uint32_t)s->dim, (uint32_t)s->n_layers, (uint32_t)s->n_heads,
                                          (uint32_t)s->n_kv_heads, (uint32_t)s->hidden_dim, (uint32_t)s->vocab,
                                          (uint32_t)s->max_seq, (uint32_t)wtype, (uint32_t)s->shared_classifier);
+    if (s->head_dim || s->flags || s->llama3) { /* today's models: a version-2 header */
+        h.version = ML_MLB_VERSION_2, h.head_dim = (uint32_t)s->head_dim, h.flags = (uint32_t)s->flags;
+        h.bos = h.eos = h.eot = -1;
+        if (s->llama3) {
+            h.rope_theta = 500000.0f, h.rope_scaling = ML_MLB_ROPE_LLAMA3, h.rope_factor = 32.0f;
+            h.rope_low_freq_factor = 1.0f, h.rope_high_freq_factor = 4.0f, h.rope_orig_max_seq = 8192;
+        }
+    }
     size_t size = (size_t)ml_mlb_random_bytes(&h);
     unsigned char *img = ml_bench_alloc(size);
     if (!img) {

@@ -199,7 +199,7 @@ int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t m
         }
     }
     if (!o->model) return usage_error(msg, msg_size, "missing -m model.mlb");
-    if (!o->tokenizer) return usage_error(msg, msg_size, "missing -z tokenizer.bin");
+    /* no -z: the model's embedded tokenizer (.mlb version 2), checked by ml_run at load */
     if (o->prompt_file && *o->prompt) return usage_error(msg, msg_size, "-i and -f: give the prompt one way");
     if ((o->draft || o->draft_tokenizer) && !o->draft_model)
         return usage_error(msg, msg_size, "%s: needs --draft-model FILE", o->draft ? "--draft" : "--draft-tokenizer");

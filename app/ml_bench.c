@@ -15,7 +15,8 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: ml_bench [options]\n"
-            "  --shape NAME     stories15M | stories110M | tinyllama | all (default stories15M):\n"
+            "  --shape NAME     stories15M | stories110M | tinyllama | smollm2-135m | qwen2.5-0.5b |\n"
+            "                   qwen3-0.6b | llama3.2-1b | all (default stories15M):\n"
             "                   random weights built in memory at that model's shape\n"
             "  -m FILE          benchmark this .mlb instead (weights mapped, or --no-mmap)\n"
             "  --wtype T        q8_0 | q4_0 | both (default both)\n"
@@ -61,7 +62,8 @@ static int parse(int argc, char **argv, ml_bench_opts *o) {
         if (!strcmp(a, "--shape")) {
             int ok = !strcmp(v, "all");
             for (int k = 0; k < ML_BENCH_N_SHAPES; k++) ok |= !strcmp(v, ml_bench_shapes[k].name);
-            if (!ok) return bad("--shape: expected stories15M, stories110M, tinyllama or all", v);
+            if (!ok) return bad("--shape: expected stories15M, stories110M, tinyllama, smollm2-135m, qwen2.5-0.5b,"
+                              " qwen3-0.6b, llama3.2-1b or all", v);
             o->shape = v;
         } else if (!strcmp(a, "-m")) {
             o->model_path = v;

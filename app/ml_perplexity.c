@@ -33,10 +33,10 @@ typedef struct {
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: ml_perplexity -m model.mlb -z tokenizer.bin -f text.txt [options]\n"
+            "usage: ml_perplexity -m model.mlb [-z tokenizer.bin] -f text.txt [options]\n"
             "  -m FILE          model, converted by tools/convert.py\n"
             "  -z FILE          llama2.c tokenizer.bin or BPE tokenizer file matching the\n"
-            "                   model's vocab\n"
+            "                   model's vocab (default: the one the model embeds)\n"
             "  -f FILE          UTF-8 text to score\n"
             "  -c N             tokens per chunk, >= 4 (default: the model's context, at most %d)\n"
             "  -b N             positions per evaluation batch (default: -c; 1 = token by\n"
@@ -103,7 +103,6 @@ static int parse_args(int argc, char **argv, options *o) {
             return usage_error("-t: expected a thread count in 1..256, got '%s'", v);
     }
     if (!o->model) return usage_error("%s", "missing -m model.mlb");
-    if (!o->tokenizer) return usage_error("%s", "missing -z tokenizer.bin");
     if (!o->text) return usage_error("%s", "missing -f text.txt");
     if (o->kl_save && !o->kl_path) return usage_error("%s", "--kl-save needs --kl-base FILE");
     return ML_CLI_RUN;
@@ -271,7 +270,7 @@ int ml_main(int argc, char **argv) {
     ml_open_opts oo = {.use_mmap = 1, .max_seq = (int)(o.ctx ? o.ctx : DEFAULT_CTX), .n_threads = (int)o.threads,
                        .batch = o.batch ? (int)o.batch : INT_MAX, .all_logits = 1};
     if ((st = ml_model_open(&m, o.model, &oo, &err))) return fail("loading the model", st, &err);
-    if ((st = ml_tok_load(&tok, o.tokenizer, m.cfg.vocab, &err))) {
+    if ((st = ml_tok_load_or_embedded(&tok, o.tokenizer, m.tokenizer.data, m.tokenizer.len, m.cfg.vocab, &err))) {
         ml_model_close(&m);
         return fail("loading the tokenizer", st, &err);
     }

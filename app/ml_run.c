@@ -20,10 +20,11 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: ml_run -m model.mlb -z tokenizer.bin [options]\n"
+            "usage: ml_run -m model.mlb [-z tokenizer.bin] [options]\n"
             "  -m FILE        model, converted by tools/convert.py\n"
             "  -z FILE        llama2.c tokenizer.bin or BPE tokenizer file (tools/tokfile.py)\n"
-            "                 matching the model's vocab\n"
+            "                 matching the model's vocab (default: the one a .mlb version 2\n"
+            "                 model embeds)\n"
             "  -i TEXT        prompt (default: none, the story starts from BOS)\n"
             "  -f FILE        prompt from FILE (- = stdin), one trailing newline removed\n"
             "  --stop STR     end the generation when the generated text ends with STR,\n"
@@ -243,7 +244,15 @@ int ml_main(int argc, char **argv) {
         return finish_outputs(outs, 2, fail("loading the model", s, &err));
     }
     const ml_config *c = &m.cfg;
-    if ((s = ml_tok_load(&tok, o.tokenizer, c->vocab, &err))) {
+    memset(&tok, 0, sizeof tok);
+    if (!o.tokenizer && !m.tokenizer.len) {
+        fprintf(stderr, "ml_run: missing -z tokenizer.bin (%s embeds no tokenizer)\n", o.model);
+        ml_model_close(&m);
+        free(prompt_text);
+        return finish_outputs(outs, 2, ML_EXIT_USAGE);
+    }
+    s = ml_tok_load_or_embedded(&tok, o.tokenizer, m.tokenizer.data, m.tokenizer.len, c->vocab, &err);
+    if (s) {
         ml_model_close(&m);
         free(prompt_text);
         return finish_outputs(outs, 2, fail("loading the tokenizer", s, &err));

@@ -1,6 +1,7 @@
 /* ml_tokenize: print the tokens of a text, as llama.cpp's llama-tokenize does.
  * The tokenizer is -z (a llama2.c tokenizer.bin or a BPE tokenizer file,
- * tools/tokfile.py); the model -m gives the vocab size it must match. */
+ * tools/tokfile.py) or the one the model -m embeds (.mlb version 2); the
+ * model gives the vocab size it must match. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +25,7 @@ static void usage(FILE *f) {
             "usage: ml_tokenize -m model.mlb [-z TOKENIZER] (-i TEXT | -f FILE) [options]\n"
             "  -m FILE        model, converted by tools/convert.py (its vocab size)\n"
             "  -z FILE        tokenizer: a llama2.c tokenizer.bin or a BPE tokenizer file\n"
-            "                 (tools/tokfile.py); required until models carry their own\n"
+            "                 (tools/tokfile.py); default: the one the model embeds\n"
             "  -i TEXT        the text\n"
             "  -f FILE        the text from FILE (- = stdin), as it is\n"
             "  --ids          print only the ids, separated by spaces, on one line\n"
@@ -110,13 +111,6 @@ static int read_text(const char *path, char **out) {
     return 1;
 }
 
-/* The tokenizer: -z, or (once models carry one) the model's own bytes
- * through ml_tok_load_buffer. */
-static ml_status load_tokenizer(ml_tok *tok, const options *o, int vocab, ml_err *err) {
-    if (o->tokenizer) return ml_tok_load(tok, o->tokenizer, vocab, err);
-    return ml_errf(err, ML_E_ARG, "the model %s carries no tokenizer: give one with -z", o->model);
-}
-
 /* Length of the valid UTF-8 character at p (n bytes left), 0 if none. */
 static size_t utf8_char(const unsigned char *p, size_t n) {
     size_t k = p[0] >= 0xC2 && p[0] <= 0xDF ? 2 : p[0] >= 0xE0 && p[0] <= 0xEF ? 3 : p[0] >= 0xF0 && p[0] <= 0xF4 ? 4 : 0;
@@ -160,7 +154,7 @@ int ml_main(int argc, char **argv) {
         return ML_EXIT_FAIL;
     }
     ml_tok tok;
-    s = load_tokenizer(&tok, &o, m.cfg.vocab, &err);
+    s = ml_tok_load_or_embedded(&tok, o.tokenizer, m.tokenizer.data, m.tokenizer.len, m.cfg.vocab, &err);
     ml_model_close(&m);
     if (s) {
         fprintf(stderr, "ml_tokenize: loading the tokenizer failed (%s): %s\n", ml_status_name(s), err.msg);

@@ -39,6 +39,7 @@
 #include "model/sampler.h"
 #include "model/bpe.h"
 #include "model/tokenizer.h"
+#include "model/tok.h"
 
 #ifndef FUZZ_FAIL
 #define FUZZ_FAIL(msg)                                              \
@@ -88,7 +89,21 @@ static inline void fuzz_mlb(const uint8_t *d, size_t n) {
         FUZZ_ASSERT(err.msg[0], "failure without a message");
     } else {
         const ml_config *c = &m.cfg;
-        FUZZ_ASSERT(m.weight_bytes + ML_MLB_HEADER_BYTES == n, "weights do not end the file");
+        /* the weights end the file, or the last section (version 2) does */
+        size_t end = m.weight_bytes + ML_MLB_HEADER_BYTES;
+        if (m.tokenizer.len) end = (size_t)(m.tokenizer.data - m.file.data) + m.tokenizer.len;
+        if (m.chat_template.len) end = (size_t)(m.chat_template.data - m.file.data) + m.chat_template.len;
+        FUZZ_ASSERT(end == n, "weights (or the last section) do not end the file");
+        FUZZ_ASSERT(!memchr(m.chat_template.data ? (const void *)m.chat_template.data : "", 0, m.chat_template.len),
+                    "a chat template with a NUL loaded");
+        if (m.tokenizer.len) { /* the embedded tokenizer, as ml_run reads it */
+            ml_tok t;
+            ml_err terr = {{0}};
+            if (ml_tok_load_or_embedded(&t, NULL, m.tokenizer.data, m.tokenizer.len, c->vocab, &terr) == ML_OK)
+                ml_tok_free(&t);
+            else
+                FUZZ_ASSERT(terr.msg[0], "embedded tokenizer refused without a message");
+        }
         FUZZ_ASSERT(c->max_seq >= 1 && c->max_seq <= 16, "context cap ignored");
         /* Whatever loaded must run (or refuse overflowing weights cleanly):
          * a forced token, then sampled ones, to the end of the context. */

@@ -44,6 +44,13 @@ ml_status ml_tok_load(ml_tok *t, const char *path, int vocab, ml_err *err) {
     return ml_tokenizer_load(&t->sp, path, vocab, err);
 }
 
+ml_status ml_tok_load_or_embedded(ml_tok *t, const char *path, const void *bytes, size_t len, int vocab,
+                                  ml_err *err) {
+    if (path) return ml_tok_load(t, path, vocab, err);
+    if (!len) return ml_errf(err, ML_E_ARG, "the model embeds no tokenizer: give one with -z");
+    return ml_tok_load_buffer(t, "the model's embedded tokenizer", bytes, len, vocab, err);
+}
+
 void ml_tok_free(ml_tok *t) {
     if (!t) return;
     if (t->kind == ML_TOK_KIND_BPE) ml_bpe_free(&t->bpe);

@@ -32,6 +32,11 @@ ml_status ml_tok_load_buffer(ml_tok *t, const char *name, const void *data, size
                              ml_err *err);
 void ml_tok_free(ml_tok *t);
 
+/* The tokenizer of a model: the file at path, or (path NULL) the one a .mlb
+ * version 2 model embeds (bytes, len: its view; len 0: none, ML_E_ARG). */
+ml_status ml_tok_load_or_embedded(ml_tok *t, const char *path, const void *bytes, size_t len, int vocab,
+                                  ml_err *err);
+
 int ml_tok_vocab(const ml_tok *t);
 /* "SentencePiece (tokenizer.bin)" or "byte-level BPE (qwen2)". */
 const char *ml_tok_kind_name(const ml_tok *t);

@@ -175,7 +175,7 @@ def prepare(opts, plan):
     files ({shape: {wtype: path}}) the plan needs, made if missing."""
     import gguf_random
     cache = opts.cache or llamacpp_build.cache_dir()
-    shapes = gguf_random.bench_shapes()
+    shapes = gguf_random.all_shapes()
     for s in {p[1] for p in plan}:
         if s not in shapes:
             raise ValueError(f"unknown shape {s!r}; ml_bench has {', '.join(shapes)}")
@@ -247,7 +247,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description="ml_bench side by side with llama.cpp's llama-bench "
                                  "(see the top of this file)")
     ap.add_argument("--shapes", type=_list(None), default=["stories15M", "stories110M", "tinyllama"],
-                    help="ml_bench shapes (default stories15M,stories110M,tinyllama)")
+                    help="ml_bench shapes (default stories15M,stories110M,tinyllama; also "
+                    "smollm2-135m, qwen2.5-0.5b, qwen3-0.6b, llama3.2-1b)")
     ap.add_argument("--types", type=_list(("q8_0", "q4_0")), default=["q8_0", "q4_0"])
     ap.add_argument("--threads", type=_threads, default=[1, 2], help="default 1,2")
     ap.add_argument("--tests", type=_list(TESTS), default=list(TESTS), help="tg128,pp128 (default both)")
