@@ -519,6 +519,17 @@ def test_errors(rep, tmp, have_models):
     errdir = os.path.join(tmp, "err")
     os.makedirs(errdir)
     out = os.path.join(errdir, "out.mlb")
+    with rep.group("progress: a line per layer on a terminal, none into a pipe") as g:
+        p = os.path.join(tmp, "three_layers.bin")
+        fake_legacy(p, 32, 64, 3, 2, 1, 8, 4)
+        rc, so, se = run(CONVERT, p, os.path.join(tmp, "three_layers.mlb"))
+        g.check(rc == 0 and "layer 1/" not in se + so, f"into a pipe: exit {rc}, {se.strip()[-200:]!r}")
+        if shutil.which("script"):
+            r = subprocess.run(["script", "-qec", f"{sys.executable} {CONVERT} {p} "
+                                f"{os.path.join(tmp, 'three_layers_tty.mlb')}", "/dev/null"],
+                               capture_output=True, text=True)
+            g.check(r.returncode == 0 and "convert: layer 3/3" in r.stdout,
+                    f"on a terminal (script): exit {r.returncode}, {r.stdout[-300:]!r}")
     with rep.group("converter errors: synthetic inputs") as g:
         p = os.path.join(tmp, "dim48.bin")
         fake_legacy(p, 48, 64, 1, 4, 2, 8, 4)

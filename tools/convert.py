@@ -437,10 +437,16 @@ def tensor_stream(src, h):
             raise ConvertError(f"{where} contains NaN or Inf")
         return x
 
+    # Progress on a terminal: a line rewritten per layer (a large model takes minutes).
+    tty = sys.stderr.isatty()
     yield "tok_emb", fetch("tok_emb")
     for l in range(h["n_layers"]):
+        if tty:
+            print(f"\rconvert: layer {l + 1}/{h['n_layers']} ...", end="", file=sys.stderr, flush=True)
         for kind in LAYER_KINDS:
             yield f"layers.{l}.{kind}", fetch(kind, l)
+    if tty:
+        print("\r\033[K", end="", file=sys.stderr, flush=True)
     yield "final_norm", fetch("final_norm")
     if not h["shared_classifier"]:
         yield "wcls", fetch("wcls")
