@@ -301,7 +301,10 @@ finish_row() {
 t_build=$SECONDS CPU_RUN=0
 cpu_now; c_build=$CPU_MS
 # left DONE TOTAL SECONDS: "about N min left", from the mean time of the DONE so far.
-left() { local m=$(($3 * ($2 - $1) / ($1 > 0 ? $1 : 1) / 60)); [ "$1" -lt "$2" ] || { echo "done"; return; }; echo "about $((m < 1 ? 1 : m)) min left"; }
+left() {
+    local m=$(($3 * ($2 - $1) / ($1 > 0 ? $1 : 1) / 60))
+    if [ "$1" -ge "$2" ]; then echo "done"; elif [ "$m" -lt 1 ]; then echo "under a minute left"; else echo "about $m min left"; fi
+}
 if [ -n "${ML_ROWS:-}" ]; then echo "== make test: ${#rows[@]} rows (ML_ROWS=$ML_ROWS): first the builds, then the tests"
 else echo "== make test: ${#rows[@]} rows (+ the guard and make dist): first the builds, then the tests, ~25 min on 2 cores;" \
     "ML_ROWS=\"scalar avx2\" make test runs a few rows"; fi
