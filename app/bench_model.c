@@ -86,7 +86,7 @@ static int bench_verify(const ml_bench_opts *o, ml_model *m, const int *tokens, 
     for (int j = 0; j < NK; j++)
         if (med[j] > 0) printf("  k=%d %.3f ms = %.2fx", ks[j], med[j] * 1e3, med[j] / step_s);
     printf("\n");
-    for (int j = 0; j < NK; j++)
+    for (int j = 0; j < NK && o->rows; j++)
         if (med[j] > 0) printf("#row verify%d %s %s_%s_%dT %.3f\n", ks[j], ML_ISA_NAME, label, tn, nth, med[j] / step_s);
     return ML_EXIT_OK;
 }
@@ -104,7 +104,9 @@ static int bench_prompt(const ml_bench_opts *o, ml_model *m, const char *label, 
     for (int i = 0; i < n; i++) tokens[i] = i ? (int)((1 + 7919u * (unsigned)i) % (unsigned)m->cfg.vocab) : 1;
     prompt_seconds(m, tokens, n < 8 ? n : 8); /* warm caches */
     double t[64];
+    ml_bench_progress("%s %s %dT: a %d-token prompt (%d runs)", label, tn, nth, n, o->reps);
     for (int r = 0; r < o->reps; r++) t[r] = prompt_seconds(m, tokens, n);
+    ml_bench_progress(NULL);
     ml_bench_stats st = ml_bench_summarize(t, o->reps);
     int rc = st.lo < 0 ? ML_EXIT_FAIL : bench_verify(o, m, tokens, n, step_s, label, tn, nth);
     free(tokens);
@@ -114,7 +116,7 @@ static int bench_prompt(const ml_bench_opts *o, ml_model *m, const char *label, 
     }
     printf("  %-12s %s  %dT  %8.1f tok/s  pp%d, -b %d  (%.1f-%.1f tok/s)\n", label, tn, nth, n / st.med, n,
            m->b.cap > 1 ? m->b.cap : 1, n / st.hi, n / st.lo);
-    printf("#row pp%d %s %s_%s_%dT %.2f\n", n, ML_ISA_NAME, label, tn, nth, n / st.med);
+    if (o->rows) printf("#row pp%d %s %s_%s_%dT %.2f\n", n, ML_ISA_NAME, label, tn, nth, n / st.med);
     return rc;
 }
 
@@ -134,25 +136,29 @@ static int bench_model(const ml_bench_opts *o, const ml_bench_bw *bw, const char
     /* Bytes of weights one token streams: every matrix once, plus one embedding row. */
     double per_tok = (double)m.weight_bytes - (m.cfg.shared_classifier ? 0.0 : (double)(
         ml_quant_bytes(m.cfg.wtype, (uint64_t)m.cfg.vocab * m.cfg.dim) + (uint64_t)m.cfg.vocab * m.cfg.dim / ML_QK * 4));
+    const char *tn = m.cfg.wtype == ML_TYPE_Q8_0 ? "q8_0" : "q4_0";
+    ml_bench_progress("%s %s %dT: %d tokens decoded (%d runs)", label, tn, nth, tokens, o->reps);
     decode_seconds(&m, tokens < 8 ? tokens : 8); /* warm caches and page in */
     double t[64];
     for (int r = 0; r < o->reps; r++) t[r] = decode_seconds(&m, tokens);
+    ml_bench_progress(NULL);
     ml_bench_stats st = ml_bench_summarize(t, o->reps);
     double tps = tokens / st.med;
-    const char *tn = m.cfg.wtype == ML_TYPE_Q8_0 ? "q8_0" : "q4_0";
     printf("  %-12s %s  %dT  %8.1f tok/s  %7.3f ms/token  %6.1f GB/s  RSS %6.1f MiB  (%.1f-%.1f tok/s; weights %s)\n",
            label, tn, nth, tps, 1e3 / tps, per_tok * tps / 1e9, resident_kib() / 1024.0,
            tokens / st.hi, tokens / st.lo, ml_file_kind_name(m.file.kind));
     if (o->bw) {
+        ml_bench_progress("the read bandwidth, %dT (%d runs)", nth, o->reps);
         double med, peak = ml_bench_read_bandwidth(bw, o->reps, nth, &med);
+        ml_bench_progress(NULL);
         if (peak > 0) {
             printf("  %-12s %s  %dT  %5.1f%% of the read bandwidth measured next: %.1f GB/s (median %.1f)\n", label,
                    tn, nth, 100.0 * per_tok * tps / 1e9 / peak, peak, med);
-            printf("#row bw %s %s_%s_%dT %.2f\n", ML_ISA_NAME, label, tn, nth, peak);
+            if (o->rows) printf("#row bw %s %s_%s_%dT %.2f\n", ML_ISA_NAME, label, tn, nth, peak);
         } else
             printf("  %-12s read bandwidth not measured: no memory for its 1 GiB buffer\n", label);
     }
-    printf("#row model %s %s_%s_%dT %.2f\n", ML_ISA_NAME, label, tn, nth, tps);
+    if (o->rows) printf("#row model %s %s_%s_%dT %.2f\n", ML_ISA_NAME, label, tn, nth, tps);
     int rc = o->prompt ? bench_prompt(o, &m, label, tn, nth, st.med / tokens) : ML_EXIT_OK;
     fflush(stdout);
     ml_model_close(&m);

@@ -13,6 +13,7 @@
 
 #include "app/exit_codes.h"
 #include "core/status.h"
+#include "config/ml_config.h"
 #include "core/threads.h"
 
 int ml_cli_int(const char *s, long lo, long hi, long *out) {
@@ -185,6 +186,9 @@ int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t m
         } else if (!strcmp(a, "-t")) {
             if (!ml_cli_int(v, 1, 256, &n))
                 return usage_error(msg, msg_size, "-t: expected a thread count in 1..256, got '%s'", v);
+            if (n > 1 && !ML_HAS_THREADS)
+                return usage_error(msg, msg_size, "-t %ld: this " ML_ISA_NAME " build has no thread pool (made with THREADS=1): "
+                                   "use -t 1, or a build made without THREADS=1", n);
             o->threads = n;
         } else if (!strcmp(a, "-b")) {
             if (!ml_cli_int(v, 1, ML_CLI_MAX_BATCH, &n))

@@ -18,6 +18,7 @@
 #include "config/ml_config.h"
 #include "core/outfile.h"
 #include "core/path.h"
+#include "core/threads.h"
 #include "model/model.h"
 #include "model/sampler.h"
 #include "model/tok.h"
@@ -41,7 +42,7 @@ static void usage(FILE *f) {
             "  -c N             tokens per chunk, >= 4 (default: the model's context, at most %d)\n"
             "  -b N             positions per evaluation batch (default: -c; 1 = token by\n"
             "                   token). Results are the same bit for bit for every N\n"
-            "  -t N             threads (default 1; THREADS=pthread builds)\n"
+            "  -t N             threads (default: the CPUs this process may use, at most 8; 1 in THREADS=1 builds)\n"
             "  --kl-base FILE   if FILE exists: compare with the logits saved in it (mean KL\n"
             "                   divergence, top-1 agreement, PPL ratio); if not: save this\n"
             "                   model's logits there. Same text and -c, a model of the same vocab\n"
@@ -74,7 +75,7 @@ static int usage_error(const char *fmt, ...) {
 /* Returns ML_CLI_RUN or an exit code. */
 static int parse_args(int argc, char **argv, options *o) {
     static const char *const valued[] = {"-m", "-z", "-f", "-c", "-b", "-t", "--kl-base"};
-    *o = (options){.threads = 1};
+    *o = (options){.threads = ml_threads_default()};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -101,6 +102,9 @@ static int parse_args(int argc, char **argv, options *o) {
             return usage_error("-b: expected a batch size in 1..%ld, got '%s'", ML_CLI_MAX_CONTEXT, v);
         else if (!strcmp(a, "-t") && !ml_cli_int(v, 1, 256, &o->threads))
             return usage_error("-t: expected a thread count in 1..256, got '%s'", v);
+        else if (!strcmp(a, "-t") && o->threads > 1 && !ML_HAS_THREADS)
+            return usage_error("-t %ld: this " ML_ISA_NAME " build has no thread pool (made with THREADS=1): "
+                               "use -t 1, or a build made without THREADS=1", o->threads);
     }
     if (!o->model) return usage_error("%s", "missing -m model.mlb");
     if (!o->text) return usage_error("%s", "missing -f text.txt");
@@ -320,8 +324,9 @@ int ml_main(int argc, char **argv) {
     const ml_ppl_layout *l = &s.l;
     printf("model: %s (%s, vocab %d), %s build\n", o.model, m.cfg.wtype == ML_TYPE_Q8_0 ? "Q8_0" : "Q4_0",
            m.cfg.vocab, ML_ISA_NAME);
-    printf("text: %s: %d tokens%s; %d chunks of %d (%d tokens after the last chunk unused)\n", o.text,
-           n_tokens, ml_tok_add_bos(&tok) ? " (BOS first)" : "", l->n_chunks, l->ctx, n_tokens - l->n_chunks * l->ctx);
+    printf("text: %s: %d tokens%s; %d chunk%s of %d (%d tokens after the last chunk unused)\n", o.text,
+           n_tokens, ml_tok_add_bos(&tok) ? " (BOS first)" : "", l->n_chunks, l->n_chunks == 1 ? "" : "s", l->ctx,
+           n_tokens - l->n_chunks * l->ctx);
     printf("scored: the second half of each chunk, tokens %d..%d (0-based; %d per chunk, %ld in all), "
            "each with at least %d tokens of context\n",
            l->first + 1, l->ctx - 1, l->n_scored, (long)l->n_scored * l->n_chunks, l->first + 1);
@@ -335,8 +340,8 @@ int ml_main(int argc, char **argv) {
         fflush(stdout);
     }
     double dt = ml_cli_now() - t0;
-    printf("PPL = %.4f +/- %.4f (%ld scored tokens, %d chunks of %d)\n", ppl_of(&s.nll),
-           ppl_of(&s.nll) * ml_mean_stderr(&s.nll), s.scored, l->n_chunks, l->ctx);
+    printf("PPL = %.4f +/- %.4f (%ld scored tokens, %d chunk%s of %d)\n", ppl_of(&s.nll),
+           ppl_of(&s.nll) * ml_mean_stderr(&s.nll), s.scored, l->n_chunks, l->n_chunks == 1 ? "" : "s", l->ctx);
     if (s.mode == KL_COMPARE) print_kl(&s);
     if (s.mode == KL_SAVE) {
         s.kl = NULL;

@@ -9,7 +9,7 @@ random-weight GGUF files at ml_bench's shapes there (tools/gguf_random.py:
 once; the Q8_0 and Q4_0 files of llama.cpp's own quantizer), builds our
 ml_bench, then runs in ROUNDS interleaved rounds, model by model:
   llama-bench -m MODEL.gguf -mmp 0 -p 128 -n 128 -r REPS -t 1,2 -o json
-  ml_bench --model-only --shape S --wtype T -t 1,2 --reps REPS --bw -p 128
+  ml_bench --model-only --shape S --wtype T -t 1,2 --reps REPS --bw -p 128 --rows
 (which of the two goes first alternates from round to round). Both decode
 128 tokens from an empty context (tg128) with the weights read into memory,
 and run a 128-token prompt from position 0 (pp128: llama-bench's -p 128,
@@ -161,7 +161,7 @@ def llama_cmd(bench, model, tests, threads, reps):
 
 def ours_cmd(ml_bench, shape, wtype, threads, reps):
     return [ml_bench, "--model-only", "--shape", shape, "--wtype", wtype,
-            "-t", ",".join(map(str, threads)), "--reps", str(reps), "--bw", "-p", "128"]
+            "-t", ",".join(map(str, threads)), "--reps", str(reps), "--bw", "-p", "128", "--rows"]
 
 
 def plan_of(opts):

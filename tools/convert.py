@@ -9,7 +9,8 @@ INPUT is one of
   * a Hugging Face Llama folder (config.json + *.safetensors, F32/F16/BF16),
   * a Llama GGUF file (v2, v3; tools/gguf_in.py, needs the `gguf` package):
     its tokenizer is written too, as a llama2.c tokenizer.bin (--tokenizer;
-    default OUTPUT with .mlb replaced by .tokenizer.bin).
+    default OUTPUT with .mlb replaced by .tokenizer.bin); so is a Hugging
+    Face folder's tokenizer.model (tools/sp_model.py).
 Matrices are quantized to Q8_0 (default) or Q4_0; norms stay F32. GGUF
 Q8_0/Q4_0 tensors of the output's type are copied block for block. Errors go
 to stderr as "convert: error: ..." with exit code 1, and leave every file
@@ -32,6 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gguf_in  # noqa: E402  (tools/gguf_in.py: GGUF input; imports the gguf package lazily)
 import mlb  # noqa: E402  (tools/mlb.py, shared with gen_random.py)
 import outfile  # noqa: E402  (tools/outfile.py: outputs never destroy a user's file)
+import sp_model  # noqa: E402  (tools/sp_model.py: a HF folder's tokenizer.model as tokenizer.bin)
 
 LAYER_KINDS = ("attn_norm", "wq", "wk", "wv", "wo", "ffn_norm", "w1", "w2", "w3")
 AK42_MAGIC = 0x616B3432  # "ak42" little-endian, llama2.c export.py versioned files
@@ -173,6 +175,11 @@ def open_llama2c(path):
                 "legacy or --version 1 checkpoint instead")
         raise ConvertError(f"{path}: llama2.c export version {version} is not supported "
                            "(only the legacy format and version 1 are)")
+    # The legacy format has no magic number: a text file (or any file that
+    # starts with text) would read as absurd sizes. Say what it is instead.
+    if len(head) >= 28 and all(32 <= b < 127 or b in b"\t\n\r" for b in head[:28]):
+        raise ConvertError(f"{path}: not a model file (it starts with text: {head[:28].decode()!r}); "
+                           "expected a llama2.c checkpoint, a GGUF file or a Hugging Face folder")
     return LegacySource(path, head)
 
 
@@ -379,6 +386,19 @@ class HFSource:
         # Check every tensor's presence, dtype and shape before writing.
         for kind, layer, name, shape in self._plan():
             self.st.check(name, shape)
+        # Its SentencePiece tokenizer.model, written beside the model as a
+        # tokenizer.bin and embedded in it (one-file model).
+        sp = os.path.join(folder, "tokenizer.model")
+        if not with_tokenizer:
+            pass
+        elif os.path.isfile(sp):
+            self.tokenizer = sp_model.tokenizer_bin(sp, self.cfg["vocab"])
+            if self.embedded is None:
+                self.embedded = self.tokenizer
+                self.special = dict(bos=1, eos=2, eot=-1, add_bos=1)
+        elif self.embedded is None:
+            print(f"convert: note: {folder} has no tokenizer.model, so no tokenizer.bin is written; "
+                  "ml_run -z needs the model's llama2.c tokenizer.bin")
 
     def _plan(self):
         c = self.cfg
@@ -500,10 +520,16 @@ def tensor_stream(src, h):
             raise ConvertError(f"{where} contains NaN or Inf")
         return x
 
+    # Progress on a terminal: a line rewritten per layer (a large model takes minutes).
+    tty = sys.stderr.isatty()
     yield "tok_emb", fetch("tok_emb")
     for l in range(h["n_layers"]):
+        if tty:
+            print(f"\rconvert: layer {l + 1}/{h['n_layers']} ...", end="", file=sys.stderr, flush=True)
         for kind in layer_kinds(h):
             yield f"layers.{l}.{kind}", fetch(kind, l)
+    if tty:
+        print("\r\033[K", end="", file=sys.stderr, flush=True)
     yield "final_norm", fetch("final_norm")
     if not h["shared_classifier"]:
         yield "wcls", fetch("wcls")
@@ -602,7 +628,7 @@ def convert(inp, out, wtype_name, tok_out=None, asked_version=None, with_tokeniz
     src = open_source(inp, with_tokenizer)
     tokenizer = getattr(src, "tokenizer", None)
     if named_tok and tokenizer is None:
-        raise ConvertError(f"--tokenizer: {inp} has no tokenizer to write (only GGUF files do)")
+        raise ConvertError(f"--tokenizer: {inp} has no tokenizer to write (only GGUF files and Hugging Face folders with a tokenizer.model have one)")
     tok_out = tok_out or tokenizer_path(out)
     if tokenizer is not None:
         if same_path(tok_out, out):
@@ -678,8 +704,8 @@ def main(argv=None):
                     help="weight type (default q8_0; for a GGUF file whose matrices are Q4_0 "
                     "and none Q8_0, q4_0)")
     ap.add_argument("--tokenizer", metavar="OUT.bin",
-                    help="GGUF input: where to write its tokenizer (default: OUTPUT with .mlb "
-                    "replaced by .tokenizer.bin)")
+                    help="GGUF or Hugging Face input: where to write its tokenizer (default: "
+                    "OUTPUT with .mlb replaced by .tokenizer.bin)")
     ap.add_argument("--mlb-version", type=int, choices=(1, 2),
                     help="1: a version-1 file (no embedded tokenizer; refused for a model that "
                     "needs version 2); 2: version 2 even without a tokenizer to embed. Default: "
@@ -690,7 +716,7 @@ def main(argv=None):
     try:
         convert(args.input, args.output, args.wtype, args.tokenizer, args.mlb_version,
                 not args.no_tokenizer)
-    except (ConvertError, gguf_in.GGUFError, mlb.MlbError, OSError) as e:
+    except (ConvertError, gguf_in.GGUFError, mlb.MlbError, sp_model.SPError, OSError) as e:
         print(f"convert: error: {e}", file=sys.stderr)
         return 1
     except MemoryError:
