@@ -19,6 +19,7 @@ typedef struct {
     int wtypes[2], n_wtypes;
     int threads[8], n_threads;
     int tokens, reps, kernels, model, use_mmap, bw;
+    int f16_scales; /* --f16-scales: the random models and kernel matrices get fp16 block scales */
     int prompt, batch; /* -p: prompt tokens (0: no prompt figure); -b: prompt tokens per batch */
 } ml_bench_opts;
 

@@ -85,13 +85,14 @@ static int bench_model(const ml_bench_opts *o, const ml_bench_bw *bw, const char
     int tokens = o->tokens < m.cfg.max_seq ? o->tokens : m.cfg.max_seq;
     /* Bytes of weights one token streams: every matrix once, plus one embedding row. */
     double per_tok = (double)m.weight_bytes - (m.cfg.shared_classifier ? 0.0 : (double)(
-        ml_quant_bytes(m.cfg.wtype, (uint64_t)m.cfg.vocab * m.cfg.dim) + (uint64_t)m.cfg.vocab * m.cfg.dim / ML_QK * 4));
+        ml_quant_bytes(m.cfg.wtype, (uint64_t)m.cfg.vocab * m.cfg.dim) + (uint64_t)m.cfg.vocab * m.cfg.dim / ML_QK * ml_scale_bytes((ml_type)m.cfg.stype)));
     decode_seconds(&m, tokens < 8 ? tokens : 8); /* warm caches and page in */
     double t[64];
     for (int r = 0; r < o->reps; r++) t[r] = decode_seconds(&m, tokens);
     ml_bench_stats st = ml_bench_summarize(t, o->reps);
     double tps = tokens / st.med;
-    const char *tn = m.cfg.wtype == ML_TYPE_Q8_0 ? "q8_0" : "q4_0";
+    const char *tn = m.cfg.stype == ML_TYPE_F16 ? (m.cfg.wtype == ML_TYPE_Q8_0 ? "q8_0_f16" : "q4_0_f16")
+                                                : (m.cfg.wtype == ML_TYPE_Q8_0 ? "q8_0" : "q4_0");
     printf("  %-12s %s  %dT  %8.1f tok/s  %7.3f ms/token  %6.1f GB/s  RSS %6.1f MiB  (%.1f-%.1f tok/s; weights %s)\n",
            label, tn, nth, tps, 1e3 / tps, per_tok * tps / 1e9, resident_kib() / 1024.0,
            tokens / st.hi, tokens / st.lo, ml_file_kind_name(m.file.kind));
@@ -118,6 +119,7 @@ static int bench_shape(const ml_bench_opts *o, const ml_bench_bw *bw, const ml_b
     ml_mlb_header h = ml_mlb_make_header((uint32_t)s->dim, (uint32_t)s->n_layers, (uint32_t)s->n_heads,
                                          (uint32_t)s->n_kv_heads, (uint32_t)s->hidden_dim, (uint32_t)s->vocab,
                                          (uint32_t)s->max_seq, (uint32_t)wtype, (uint32_t)s->shared_classifier);
+    if (o->f16_scales) ml_mlb_header_f16_scales(&h);
     size_t size = (size_t)ml_mlb_random_bytes(&h);
     unsigned char *img = ml_bench_alloc(size);
     if (!img) {

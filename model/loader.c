@@ -39,9 +39,18 @@ static ml_status parse_header(ml_config *c, const ml_file *f, const char *path, 
                        " convert checkpoints with tools/convert.py)",
                        path, (unsigned char)h.magic[0], (unsigned char)h.magic[1],
                        (unsigned char)h.magic[2], (unsigned char)h.magic[3]);
-    if (h.version != ML_MLB_VERSION)
-        return ml_errf(err, ML_E_FORMAT, "%s: version: expected %u, got %u", path, ML_MLB_VERSION,
-                       h.version);
+    if (h.version != ML_MLB_VERSION && h.version != ML_MLB_VERSION_2)
+        return ml_errf(err, ML_E_FORMAT, "%s: version: expected %u or %u, got %u", path, ML_MLB_VERSION,
+                       ML_MLB_VERSION_2, h.version);
+    /* version 2: only its stype so far; every other field of the v2 header zero */
+    const uint32_t stype = ml_mlb_stype(&h);
+    if (stype != ML_TYPE_F32 && stype != ML_TYPE_F16)
+        return ml_errf(err, ML_E_FORMAT, "%s: stype: expected %d (F32) or %d (F16), got %u", path, ML_TYPE_F32,
+                       ML_TYPE_F16, stype);
+    for (size_t i = 4; h.version == ML_MLB_VERSION_2 && i < sizeof h.pad; i++)
+        if (h.pad[i])
+            return ml_errf(err, ML_E_FORMAT, "%s: version 2 header byte %zu: expected 0, got 0x%02x", path, 52 + i,
+                           h.pad[i]);
     ml_status s;
     if ((s = check_range(err, path, "dim", h.dim, 1, MAX_DIM)) ||
         (s = check_range(err, path, "n_layers", h.n_layers, 1, MAX_LAYERS)) ||
@@ -82,7 +91,7 @@ static ml_status parse_header(ml_config *c, const ml_file *f, const char *path, 
         .n_kv_heads = (int)h.n_kv_heads, .head_dim = (int)(h.dim / h.n_heads),
         .kv_dim = (int)(h.n_kv_heads * (h.dim / h.n_heads)), .hidden_dim = (int)h.hidden_dim,
         .vocab = (int)h.vocab, .max_seq = (int)h.max_seq, .file_max_seq = (int)h.max_seq,
-        .rope_theta = h.rope_theta, .norm_eps = h.norm_eps, .wtype = (int)h.wtype,
+        .rope_theta = h.rope_theta, .norm_eps = h.norm_eps, .wtype = (int)h.wtype, .stype = (int)stype,
         .shared_classifier = (int)h.shared_classifier,
     };
     return ML_OK;
@@ -160,7 +169,19 @@ static void check_q8_range(cursor *c, const int8_t *q, const ml_mlb_array *a) {
 
 /* Array a into its view: the table row names the field of ml_weights or of
  * the layer's ml_layer. */
-static void map_array(cursor *c, const ml_mlb_array *a, ml_weights *w, ml_layer *layer, int wtype) {
+/* fp16 scales: no inf or NaN (exponent all ones), as check_finite. */
+static void check_finite_f16(cursor *c, const uint16_t *v, const ml_mlb_array *a) {
+    if (c->status || !v || !c->check_values) return;
+    for (uint64_t i = 0; i < a->bytes / 2; i++) {
+        if ((v[i] & 0x7C00u) == 0x7C00u) {
+            c->status = ml_errf(c->err, ML_E_FORMAT, "%s: tensor %s (layer %d) scale %llu is fp16 0x%04x (inf or NaN)",
+                                c->path, a->t->name, a->layer, (unsigned long long)i, (unsigned)v[i]);
+            return;
+        }
+    }
+}
+
+static void map_array(cursor *c, const ml_mlb_array *a, ml_weights *w, ml_layer *layer, int wtype, int stype) {
     const void *p = take(c, a);
     char *field = (a->layer < 0 ? (char *)w : (char *)layer) + a->t->field;
     if (a->part == ML_MLB_FLOATS) {
@@ -172,6 +193,10 @@ static void map_array(cursor *c, const ml_mlb_array *a, ml_weights *w, ml_layer 
     if (a->part == ML_MLB_QUANTS) {
         *t = (ml_qtensor){.q = (int8_t *)p, .rows = (int)a->rows, .cols = (int)a->cols, .type = (uint8_t)wtype};
         if (wtype == ML_TYPE_Q8_0) check_q8_range(c, p, a);
+    } else if (stype == ML_TYPE_F16) {
+        t->dh = (uint16_t *)p;
+        t->stype = ML_TYPE_F16;
+        check_finite_f16(c, p, a);
     } else {
         t->d = (float *)p;
         check_finite(c, p, a);
@@ -193,7 +218,8 @@ static ml_status map_weights(ml_model *m, ml_layer *layers, const char *path, ml
     if (layers) memset(layers, 0, (size_t)m->cfg.n_layers * sizeof *layers);
     ml_mlb_walk_init(&walk, &h);
     while (!cur.status && ml_mlb_walk_next(&walk, &a))
-        map_array(&cur, &a, w, a.layer < 0 ? NULL : layers ? &layers[a.layer] : &scratch, m->cfg.wtype);
+        map_array(&cur, &a, w, a.layer < 0 ? NULL : layers ? &layers[a.layer] : &scratch, m->cfg.wtype,
+                  m->cfg.stype);
     if (cur.status) return cur.status;
     if (m->cfg.shared_classifier) w->wcls = w->tok_emb;
     if (cur.off != m->file.size)

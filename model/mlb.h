@@ -58,6 +58,17 @@ typedef struct {
 } ml_mlb_header;
 
 _Static_assert(sizeof(ml_mlb_header) == ML_MLB_HEADER_BYTES, ".mlb header is 256 bytes");
+
+/* Version 2 (the shared v2 contract; only its stype so far): the u32 at
+ * byte 52 is the scale type of every quantized matrix, 0 = F32 (as version
+ * 1) or 1 = F16 (X.d then holds rows*cols/32 IEEE binary16); every later
+ * header byte zero. Version 1 files: F32. */
+#define ML_MLB_VERSION_2 2u
+static inline uint32_t ml_mlb_stype(const ml_mlb_header *h) {
+    const uint8_t *p = h->pad; /* byte 52 */
+    return h->version == ML_MLB_VERSION_2 ? (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24
+                                          : 0u;
+}
 _Static_assert(offsetof(ml_mlb_header, version) == 4, "version at 4");
 _Static_assert(offsetof(ml_mlb_header, dim) == 8, "dim at 8");
 _Static_assert(offsetof(ml_mlb_header, max_seq) == 32, "max_seq at 32");
@@ -107,7 +118,7 @@ extern const int ml_mlb_n_tensors;
 
 typedef enum {
     ML_MLB_QUANTS, /* X.q of a WTYPE tensor: ml_quant_bytes(wtype, rows*cols) */
-    ML_MLB_SCALES, /* X.d of a WTYPE tensor: rows*cols/32 float32 */
+    ML_MLB_SCALES, /* X.d of a WTYPE tensor: rows*cols/32 float32 (fp16 when ml_mlb_stype is 1) */
     ML_MLB_FLOATS, /* the one array of an F32 tensor */
 } ml_mlb_part;
 

@@ -25,6 +25,7 @@ typedef struct {
     float rope_theta;
     float norm_eps;
     int wtype;      /* ml_type of every matrix */
+    int stype;      /* ml_type of their block scales: ML_TYPE_F32 or ML_TYPE_F16 (.mlb v2) */
     int shared_classifier;
 } ml_config;
 

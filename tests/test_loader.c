@@ -122,7 +122,7 @@ int ml_main(int argc, char **argv) {
     /* ---- header fields ---- */
     f0 = tl_failed;
     header_case("magic", 0, 0x46554747u /* "GGUF" */, ML_E_FORMAT);
-    header_case("version", 4, 2, ML_E_FORMAT);
+    header_case("version", 4, 3, ML_E_FORMAT); /* 1 and 2 load */
     header_case("dim", 8, 0, ML_E_SHAPE);
     header_case("dim", 8, 48, ML_E_SHAPE);           /* not a multiple of 32 */
     header_case("dim", 8, 0xFFFFFFFFu, ML_E_SHAPE);  /* a negative int32 */
