@@ -20,6 +20,7 @@ typedef struct {
     int threads[8], n_threads;
     int tokens, reps, kernels, model, use_mmap, bw;
     int rows; /* --rows: the machine-readable #row lines too */
+    int f16_scales; /* --f16-scales: the random models and kernel matrices get fp16 block scales */
     int prompt, batch; /* -p: prompt tokens (0: no prompt figure); -b: prompt tokens per batch */
 } ml_bench_opts;
 

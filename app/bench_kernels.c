@@ -38,17 +38,21 @@ static void run_matvec(void *c) {
 
 static void run_matmul(void *c) {
     mv_ctx *m = c;
-    if (m->W.type == ML_TYPE_Q8_0) ml_k_matmul_q8(m->y, m->W.rows, &m->W, &m->X, 0, m->W.rows);
-    else ml_k_matmul_q4(m->y, m->W.rows, &m->W, &m->X, 0, m->W.rows);
+    const int f16 = m->W.stype == ML_TYPE_F16;
+    if (m->W.type == ML_TYPE_Q8_0) (f16 ? ml_k_matmul_q8_f16 : ml_k_matmul_q8)(m->y, m->W.rows, &m->W, &m->X, 0, m->W.rows);
+    else (f16 ? ml_k_matmul_q4_f16 : ml_k_matmul_q4)(m->y, m->W.rows, &m->W, &m->X, 0, m->W.rows);
 }
 
 static int bench_one_matvec(const ml_bench_opts *o, ml_ops *ops, const mv_shape *s, int wtype, ml_rng *rng) {
-    const char *tn = wtype == ML_TYPE_Q8_0 ? "q8_0" : "q4_0";
-    size_t n = (size_t)s->rows * s->cols, qb = (size_t)ml_quant_bytes(wtype, n), db = n / ML_QK * 4;
+    const ml_type st = o->f16_scales ? ML_TYPE_F16 : ML_TYPE_F32;
+    const char *tn = st == ML_TYPE_F16 ? (wtype == ML_TYPE_Q8_0 ? "q8_0_f16" : "q4_0_f16")
+                                       : (wtype == ML_TYPE_Q8_0 ? "q8_0" : "q4_0");
+    size_t n = (size_t)s->rows * s->cols, qb = (size_t)ml_quant_bytes(wtype, n), db = n / ML_QK * ml_scale_bytes(st);
     mv_ctx c = {
         .ops = ops,
         .y = ml_bench_alloc((size_t)s->rows * MM_TOKENS * 4),
-        .W = {.q = ml_bench_alloc(qb), .d = ml_bench_alloc(db), .rows = s->rows, .cols = s->cols, .type = (uint8_t)wtype},
+        .W = {.q = ml_bench_alloc(qb), .d = ml_bench_alloc(db), .rows = s->rows, .cols = s->cols, .type = (uint8_t)wtype,
+              .stype = (uint8_t)st},
         .x = {.q = ml_bench_alloc((size_t)s->cols), .d = ml_bench_alloc((size_t)s->cols / ML_QK * 4), .n = s->cols},
         .X = {.q = ml_bench_alloc((size_t)s->cols * MM_TOKENS), .d = ml_bench_alloc((size_t)s->cols / ML_QK * 4 * MM_TOKENS),
               .n = s->cols, .n_tok = MM_TOKENS},
@@ -59,7 +63,14 @@ static int bench_one_matvec(const ml_bench_opts *o, ml_ops *ops, const mv_shape 
         rc = ML_EXIT_FAIL;
     } else {
         ml_rng_quants(rng, c.W.q, qb, wtype);
-        ml_rng_floats(rng, c.W.d, n / ML_QK, 1e-3f, 2e-3f);
+        if (st == ML_TYPE_F16) /* the same draw, rounded to fp16 */
+            for (size_t i = 0; i < n / ML_QK; i++) {
+                float v;
+                ml_rng_floats(rng, &v, 1, 1e-3f, 2e-3f);
+                c.W.dh[i] = ml_f32_to_f16(v);
+            }
+        else
+            ml_rng_floats(rng, c.W.d, n / ML_QK, 1e-3f, 2e-3f);
         ml_rng_quants(rng, c.x.q, (size_t)s->cols, ML_TYPE_Q8_0);
         ml_rng_floats(rng, c.x.d, (size_t)s->cols / ML_QK, 1e-2f, 2e-2f);
         double t[64];
@@ -131,6 +142,9 @@ static void run_axpy_f32(vec_ctx *v) { ml_k_axpy_f32(v->c, 0.5f, v->a, v->n); }
 static const vec_call bench_matvec_q8 = {NULL, 0}, bench_matvec_q4 = {NULL, 0};
 static const vec_call bench_matmul_q8 = {NULL, 0}, bench_matmul_q4 = {NULL, 0};
 static const vec_call bench_dequant_row_q8 = {NULL, 0}, bench_dequant_row_q4 = {NULL, 0};
+static const vec_call bench_matvec_q8_f16 = {NULL, 0}, bench_matvec_q4_f16 = {NULL, 0};
+static const vec_call bench_matmul_q8_f16 = {NULL, 0}, bench_matmul_q4_f16 = {NULL, 0};
+static const vec_call bench_dequant_row_q8_f16 = {NULL, 0}, bench_dequant_row_q4_f16 = {NULL, 0};
 static const vec_call bench_quantize_q8 = {run_quantize_q8, 0}, bench_rmsnorm = {run_rmsnorm, 0};
 static const vec_call bench_softmax = {run_softmax, 1}, bench_rope = {run_rope, 0};
 static const vec_call bench_silu_mul = {run_silu_mul, 0}, bench_add = {run_add, 0};

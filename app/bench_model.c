@@ -135,8 +135,9 @@ static int bench_model(const ml_bench_opts *o, const ml_bench_bw *bw, const char
     int tokens = o->tokens < m.cfg.max_seq ? o->tokens : m.cfg.max_seq;
     /* Bytes of weights one token streams: every matrix once, plus one embedding row. */
     double per_tok = (double)m.weight_bytes - (m.cfg.shared_classifier ? 0.0 : (double)(
-        ml_quant_bytes(m.cfg.wtype, (uint64_t)m.cfg.vocab * m.cfg.dim) + (uint64_t)m.cfg.vocab * m.cfg.dim / ML_QK * 4));
-    const char *tn = m.cfg.wtype == ML_TYPE_Q8_0 ? "q8_0" : "q4_0";
+        ml_quant_bytes(m.cfg.wtype, (uint64_t)m.cfg.vocab * m.cfg.dim) + (uint64_t)m.cfg.vocab * m.cfg.dim / ML_QK * ml_scale_bytes((ml_type)m.cfg.stype)));
+    const char *tn = m.cfg.stype == ML_TYPE_F16 ? (m.cfg.wtype == ML_TYPE_Q8_0 ? "q8_0_f16" : "q4_0_f16")
+                                                : (m.cfg.wtype == ML_TYPE_Q8_0 ? "q8_0" : "q4_0");
     ml_bench_progress("%s %s %dT: %d tokens decoded (%d runs)", label, tn, nth, tokens, o->reps);
     decode_seconds(&m, tokens < 8 ? tokens : 8); /* warm caches and page in */
     double t[64];
@@ -180,6 +181,7 @@ static int bench_shape(const ml_bench_opts *o, const ml_bench_bw *bw, const ml_b
             h.rope_low_freq_factor = 1.0f, h.rope_high_freq_factor = 4.0f, h.rope_orig_max_seq = 8192;
         }
     }
+    if (o->f16_scales) ml_mlb_header_f16_scales(&h);
     size_t size = (size_t)ml_mlb_random_bytes(&h);
     unsigned char *img = ml_bench_alloc(size);
     if (!img) {

@@ -28,6 +28,7 @@ static void usage(FILE *f) {
             "  --reps N         runs per figure, median reported (default 5)\n"
             "  --kernels-only / --model-only\n"
             "  --no-mmap        with -m: read the file into memory\n"
+            "  --f16-scales     random weights with fp16 block scales (.mlb version 2, stype 1)\n"
             "  --bw             after each model figure, the memory read bandwidth with as\n"
             "                   many threads (1 GiB buffer) and the figure's share of it\n"
             "  --rows           also print a '#row KIND ISA NAME VALUE' line per figure,\n"
@@ -56,6 +57,7 @@ static int parse(int argc, char **argv, ml_bench_opts *o) {
         if (!strcmp(a, "--no-mmap")) { o->use_mmap = 0; continue; }
         if (!strcmp(a, "--bw")) { o->bw = 1; continue; }
         if (!strcmp(a, "--rows")) { o->rows = 1; continue; }
+        if (!strcmp(a, "--f16-scales")) { o->f16_scales = 1; continue; }
         static const char *const valued[] = {"--shape", "-m", "--wtype", "-t", "--tokens", "--reps", "-p", "-b"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(a, valued[k]);

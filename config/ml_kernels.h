@@ -3,7 +3,9 @@
  * (tools/isas.awk reads the X lines: $(BUILD)/gen/ml_bind_gen.h, ml_isas_gen.h),
  * the binding check of tests/test_kernels.c and the kernel list of the guard.
  * A new kernel is one line here, its scalar twin, and a line in the
- * kernels_<isa>.h of each folder that implements it.
+ * kernels_<isa>.h of each folder that implements it. The _f16 kernels take
+ * weights whose block scales are fp16 (W->stype ML_TYPE_F16, W->dh); the
+ * others fp32 scales (W->d). Activations always have fp32 scales.
  *   X(return type, name, NAME, parameter list), one kernel per line          */
 #ifndef ML_KERNELS_H
 #define ML_KERNELS_H
@@ -19,9 +21,15 @@
     X(void, matvec_q4, MATVEC_Q4, (float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1), extra) \
     X(void, matmul_q8, MATMUL_Q8, (float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1), extra) \
     X(void, matmul_q4, MATMUL_Q4, (float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1), extra) \
+    X(void, matvec_q8_f16, MATVEC_Q8_F16, (float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1), extra) \
+    X(void, matvec_q4_f16, MATVEC_Q4_F16, (float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1), extra) \
+    X(void, matmul_q8_f16, MATMUL_Q8_F16, (float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1), extra) \
+    X(void, matmul_q4_f16, MATMUL_Q4_F16, (float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1), extra) \
     X(void, quantize_q8, QUANTIZE_Q8, (ml_qact *out, const float *x, int k), extra) \
     X(void, dequant_row_q8, DEQUANT_ROW_Q8, (float *out, const ml_qtensor *W, int row), extra) \
     X(void, dequant_row_q4, DEQUANT_ROW_Q4, (float *out, const ml_qtensor *W, int row), extra) \
+    X(void, dequant_row_q8_f16, DEQUANT_ROW_Q8_F16, (float *out, const ml_qtensor *W, int row), extra) \
+    X(void, dequant_row_q4_f16, DEQUANT_ROW_Q4_F16, (float *out, const ml_qtensor *W, int row), extra) \
     X(void, rmsnorm, RMSNORM, (float *o, const float *x, const float *w, int n, float eps), extra) \
     X(void, softmax, SOFTMAX, (float *x, int n), extra) \
     X(void, rope, ROPE, (float *q, float *k, const float *cos_t, const float *sin_t,              \

@@ -37,6 +37,7 @@ static const char *const feature_names[ML_F_COUNT] = {
     "OS-YMM", "AVX-VNNI", "AVX-512F", "AVX-512BW", "AVX-512VL", "AVX-512VNNI",
     "OS-ZMM",
     "NEON", "DOTPROD", "SVE",
+    "F16C",
 };
 
 /* The registry, config/isas.txt, as tables indexed by ml_build. */
@@ -177,6 +178,7 @@ ML_GUARD_FN void ml_x86_decode(const ml_x86_regs *r, ml_cpu_features *f) {
         has |= BIT(r->l1_ecx, 12) << ML_F_FMA;
         has |= BIT(r->l1_ecx, 27) << ML_F_OSXSAVE;
         has |= BIT(r->l1_ecx, 28) << ML_F_AVX;
+        has |= BIT(r->l1_ecx, 29) << ML_F_F16C;
     }
     if (r->max_leaf >= 7) {
         has |= BIT(r->l7_ebx, 5) << ML_F_AVX2;

@@ -52,6 +52,7 @@ typedef enum {
     ML_F_OS_YMM, ML_F_AVXVNNI, ML_F_AVX512F, ML_F_AVX512BW, ML_F_AVX512VL, ML_F_AVX512VNNI,
     ML_F_OS_ZMM,
     ML_F_NEON, ML_F_DOTPROD, ML_F_SVE,
+    ML_F_F16C,
     ML_F_COUNT
 } ml_cpu_feature;
 

@@ -12,9 +12,13 @@
 
 typedef struct {
     int8_t *q;    /* (rows, cols) int8 for Q8_0; (rows, cols/2) packed nibbles for Q4_0 */
-    float *d;     /* (rows, cols/32) block scales */
+    union {
+        float *d;     /* (rows, cols/32) block scales, stype ML_TYPE_F32 */
+        uint16_t *dh; /* (rows, cols/32) block scales, stype ML_TYPE_F16 (binary16 bits) */
+    };
     int rows, cols;
-    uint8_t type; /* ml_type: ML_TYPE_Q8_0 or ML_TYPE_Q4_0 */
+    uint8_t type;  /* ml_type: ML_TYPE_Q8_0 or ML_TYPE_Q4_0 */
+    uint8_t stype; /* ml_type of the scales: ML_TYPE_F32 (0, the default) or ML_TYPE_F16 */
 } ml_qtensor;
 
 typedef struct {

@@ -3,6 +3,11 @@
 #ifndef ML_KERNEL_UTIL_H
 #define ML_KERNEL_UTIL_H
 
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/quant.h"
+
 /* Small per-ISA helpers must inline into the loops that call them, or each
  * 16-byte block costs a call and spills every vector argument. */
 #if defined(_MSC_VER) && !defined(__clang__)
@@ -32,5 +37,13 @@
 #else
 #define ML_NO_PRESCHED
 #endif
+
+/* Block scale i of a weight matrix whose scales d are of type st (ML_TYPE_F32
+ * or ML_TYPE_F16, a constant after inlining): the scalar scale load, and the
+ * integer conversion (core/quant.h) of the builds without an fp16 instruction
+ * (sse2, sse41, ARMv7 neon). Exact either way. */
+ML_INLINE float ml_scale_at(const void *d, size_t i, ml_type st) {
+    return st == ML_TYPE_F16 ? ml_f16_to_f32(((const uint16_t *)d)[i]) : ((const float *)d)[i];
+}
 
 #endif

@@ -45,4 +45,13 @@ ML_INLINE void ml_matmul_by_tiles(ml_matvec_kernel matvec, float *Y, int ldy, co
         ml_matmul_by_tiles(ml_k_matvec_q4_##isa, Y, ldy, W, X, r0, r1);                             \
     }
 
+/* ml_k_matmul_q8_f16_<isa> and ml_k_matmul_q4_f16_<isa>, the same over the fp16-scale matvecs. */
+#define ML_MATMUL_F16_BY_TILES(isa)                                                                   \
+    void ml_k_matmul_q8_f16_##isa(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1) { \
+        ml_matmul_by_tiles(ml_k_matvec_q8_f16_##isa, Y, ldy, W, X, r0, r1);                         \
+    }                                                                                                 \
+    void ml_k_matmul_q4_f16_##isa(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1) { \
+        ml_matmul_by_tiles(ml_k_matvec_q4_f16_##isa, Y, ldy, W, X, r0, r1);                         \
+    }
+
 #endif

@@ -61,9 +61,7 @@ static ml_status parse_v2(const ml_mlb_header *h, size_t size, const char *path,
     if (h->reserved0)
         return ml_errf(err, ML_E_FORMAT, "%s: header field reserved (byte %zu): expected 0, got %u", path,
                        offsetof(ml_mlb_header, reserved0), h->reserved0);
-    if (h->stype == ML_MLB_STYPE_F16)
-        return ml_errf(err, ML_E_FORMAT, "%s: stype: 1: fp16 scales not supported by this build", path);
-    if (h->stype != ML_MLB_STYPE_F32)
+    if (h->stype != ML_MLB_STYPE_F32 && h->stype != ML_MLB_STYPE_F16)
         return ml_errf(err, ML_E_FORMAT, "%s: stype: expected 0 (F32) or 1 (F16), got %u", path, h->stype);
     if (h->flags & ~ML_MLB_FLAGS_KNOWN)
         return ml_errf(err, ML_E_FORMAT, "%s: flags: unknown bits 0x%x (known: 0x%x: q/k/v biases, q/k norms)",
@@ -136,6 +134,7 @@ static ml_status parse_header(ml_config *c, const ml_file *f, const char *path, 
                        ML_MLB_VERSION_2, h.version);
     /* Version 1 knows nothing past byte 52: it loads as it always did. */
     if (h.version == ML_MLB_VERSION) memset((char *)&h + 52, 0, sizeof h - 52);
+    const uint32_t stype = ml_mlb_stype(&h);
     ml_status s;
     if ((s = check_range(err, path, "dim", h.dim, 1, MAX_DIM)) ||
         (s = check_range(err, path, "n_layers", h.n_layers, 1, MAX_LAYERS)) ||
@@ -178,7 +177,7 @@ static ml_status parse_header(ml_config *c, const ml_file *f, const char *path, 
         .n_kv_heads = (int)h.n_kv_heads, .head_dim = (int)hd, .q_dim = (int)(h.n_heads * hd),
         .kv_dim = (int)(h.n_kv_heads * hd), .hidden_dim = (int)h.hidden_dim,
         .vocab = (int)h.vocab, .max_seq = (int)h.max_seq, .file_max_seq = (int)h.max_seq,
-        .rope_theta = h.rope_theta, .norm_eps = h.norm_eps, .wtype = (int)h.wtype,
+        .rope_theta = h.rope_theta, .norm_eps = h.norm_eps, .wtype = (int)h.wtype, .stype = (int)stype,
         .shared_classifier = (int)h.shared_classifier, .version = (int)h.version,
         .qkv_bias = !!(h.flags & ML_MLB_FLAG_QKV_BIAS), .qk_norm = !!(h.flags & ML_MLB_FLAG_QK_NORM),
         .rope_scaling = (int)h.rope_scaling, .rope_factor = h.rope_factor,
@@ -272,7 +271,19 @@ static void check_q8_range(cursor *c, const int8_t *q, const ml_mlb_array *a) {
 
 /* Array a into its view: the table row names the field of ml_weights or of
  * the layer's ml_layer. */
-static void map_array(cursor *c, const ml_mlb_array *a, ml_weights *w, ml_layer *layer, int wtype) {
+/* fp16 scales: no inf or NaN (exponent all ones), as check_finite. */
+static void check_finite_f16(cursor *c, const uint16_t *v, const ml_mlb_array *a) {
+    if (c->status || !v || !c->check_values) return;
+    for (uint64_t i = 0; i < a->bytes / 2; i++) {
+        if ((v[i] & 0x7C00u) == 0x7C00u) {
+            c->status = ml_errf(c->err, ML_E_FORMAT, "%s: tensor %s (layer %d) scale %llu is fp16 0x%04x (inf or NaN)",
+                                c->path, a->t->name, a->layer, (unsigned long long)i, (unsigned)v[i]);
+            return;
+        }
+    }
+}
+
+static void map_array(cursor *c, const ml_mlb_array *a, ml_weights *w, ml_layer *layer, int wtype, int stype) {
     const void *p = take(c, a);
     char *field = (a->layer < 0 ? (char *)w : (char *)layer) + a->t->field;
     if (a->part == ML_MLB_FLOATS) {
@@ -284,6 +295,10 @@ static void map_array(cursor *c, const ml_mlb_array *a, ml_weights *w, ml_layer 
     if (a->part == ML_MLB_QUANTS) {
         *t = (ml_qtensor){.q = (int8_t *)p, .rows = (int)a->rows, .cols = (int)a->cols, .type = (uint8_t)wtype};
         if (wtype == ML_TYPE_Q8_0) check_q8_range(c, p, a);
+    } else if (stype == ML_TYPE_F16) {
+        t->dh = (uint16_t *)p;
+        t->stype = ML_TYPE_F16;
+        check_finite_f16(c, p, a);
     } else {
         t->d = (float *)p;
         check_finite(c, p, a);
@@ -305,7 +320,8 @@ static ml_status map_weights(ml_model *m, ml_layer *layers, const char *path, ml
     if (layers) memset(layers, 0, (size_t)m->cfg.n_layers * sizeof *layers);
     ml_mlb_walk_init(&walk, &h);
     while (!cur.status && ml_mlb_walk_next(&walk, &a))
-        map_array(&cur, &a, w, a.layer < 0 ? NULL : layers ? &layers[a.layer] : &scratch, m->cfg.wtype);
+        map_array(&cur, &a, w, a.layer < 0 ? NULL : layers ? &layers[a.layer] : &scratch, m->cfg.wtype,
+                  m->cfg.stype);
     if (cur.status) return cur.status;
     if (m->cfg.shared_classifier) w->wcls = w->tok_emb;
     m->weight_bytes = (size_t)(cur.off - ML_MLB_HEADER_BYTES);

@@ -90,6 +90,12 @@ typedef struct {
 #define ML_MLB_STYPE_F16 1u
 
 _Static_assert(sizeof(ml_mlb_header) == ML_MLB_HEADER_BYTES, ".mlb header is 256 bytes");
+
+/* The scale type of every quantized matrix: stype of version 2 (X.d holds
+ * rows*cols/32 IEEE binary16 when it is ML_MLB_STYPE_F16); version 1: F32. */
+static inline uint32_t ml_mlb_stype(const ml_mlb_header *h) {
+    return h->version == ML_MLB_VERSION_2 ? h->stype : ML_MLB_STYPE_F32;
+}
 _Static_assert(offsetof(ml_mlb_header, version) == 4, "version at 4");
 _Static_assert(offsetof(ml_mlb_header, dim) == 8, "dim at 8");
 _Static_assert(offsetof(ml_mlb_header, max_seq) == 32, "max_seq at 32");
@@ -148,7 +154,7 @@ extern const int ml_mlb_n_tensors;
 
 typedef enum {
     ML_MLB_QUANTS, /* X.q of a WTYPE tensor: ml_quant_bytes(wtype, rows*cols) */
-    ML_MLB_SCALES, /* X.d of a WTYPE tensor: rows*cols/32 float32 */
+    ML_MLB_SCALES, /* X.d of a WTYPE tensor: rows*cols/32 float32 (fp16 when ml_mlb_stype is 1) */
     ML_MLB_FLOATS, /* the one array of an F32 tensor */
 } ml_mlb_part;
 

@@ -95,7 +95,7 @@ int ml_mlb_walk_next(ml_mlb_walk *w, ml_mlb_array *a) {
         } else if (w->part == 0) {
             a->part = ML_MLB_QUANTS, a->bytes = ml_quant_bytes((ml_type)h->wtype, n);
         } else {
-            a->part = ML_MLB_SCALES, a->bytes = n / ML_QK * sizeof(float);
+            a->part = ML_MLB_SCALES, a->bytes = n / ML_QK * ml_scale_bytes((ml_type)ml_mlb_stype(h));
         }
         a->off = (w->end + ML_ALIGN - 1) / ML_ALIGN * ML_ALIGN;
         w->end = a->off + a->bytes;

@@ -47,6 +47,14 @@ ml_mlb_header ml_mlb_make_header(uint32_t dim, uint32_t n_layers, uint32_t n_hea
     return h;
 }
 
+void ml_mlb_header_f16_scales(ml_mlb_header *h) {
+    if (h->version != ML_MLB_VERSION_2) { /* a version-1 header: no special ids */
+        h->version = ML_MLB_VERSION_2;
+        h->bos = h->eos = h->eot = -1;
+    }
+    h->stype = ML_MLB_STYPE_F16;
+}
+
 /* ---- the arrays, in file order --------------------------------------------- */
 
 /* Where the bytes go: into buf, or to f. */
@@ -93,6 +101,18 @@ static void put_floats(writer *w, uint64_t n, float lo, float hi) {
     }
 }
 
+/* fp16 scales: the same random floats, rounded to nearest-even. */
+static void put_halves(writer *w, uint64_t n, float lo, float hi) {
+    float chunk[CHUNK / 4];
+    uint16_t h[CHUNK / 4];
+    for (uint64_t i = 0; i < n; i += CHUNK / 4) {
+        size_t k = n - i < CHUNK / 4 ? (size_t)(n - i) : CHUNK / 4;
+        ml_rng_floats(&w->rng, chunk, k, lo, hi);
+        for (size_t j = 0; j < k; j++) h[j] = ml_f32_to_f16(chunk[j]);
+        emit(w, h, 2 * k);
+    }
+}
+
 /* Quants of any value; scales in [0.5, 1.5) / (largest quant * sqrt(cols));
  * F32 tensors (norm weights) in [0.8, 1.2). */
 static void walk(writer *w, const ml_mlb_header *h) {
@@ -106,7 +126,8 @@ static void walk(writer *w, const ml_mlb_header *h) {
             put_quants(w, a.bytes);
         } else if (a.part == ML_MLB_SCALES) {
             float unit = 1.0f / ((w->wtype == ML_TYPE_Q8_0 ? ML_Q8_MAX : ML_Q4_OFFSET) * sqrtf((float)a.cols));
-            put_floats(w, a.bytes / 4, 0.5f * unit, 1.5f * unit);
+            if (ml_mlb_stype(h) == ML_TYPE_F16) put_halves(w, a.bytes / 2, 0.5f * unit, 1.5f * unit);
+            else put_floats(w, a.bytes / 4, 0.5f * unit, 1.5f * unit);
         } else {
             put_floats(w, a.bytes / 4, 0.8f, 1.2f);
         }

@@ -24,6 +24,9 @@ ml_mlb_header ml_mlb_make_header(uint32_t dim, uint32_t n_layers, uint32_t n_hea
                                  uint32_t hidden_dim, uint32_t vocab, uint32_t max_seq, uint32_t wtype,
                                  uint32_t shared_classifier);
 
+/* h as a version 2 header with fp16 block scales (stype 1). */
+void ml_mlb_header_f16_scales(ml_mlb_header *h);
+
 /* Bytes of the .mlb file of header h. */
 uint64_t ml_mlb_random_bytes(const ml_mlb_header *h);
 

@@ -26,6 +26,7 @@ typedef struct {
     float rope_theta;
     float norm_eps;
     int wtype;      /* ml_type of every matrix */
+    int stype;      /* ml_type of their block scales: ML_TYPE_F32 or ML_TYPE_F16 (.mlb v2) */
     int shared_classifier;
     /* version 2 (.mlb header; version 1: the defaults noted) */
     int version;        /* the file's: 1 or 2 */

@@ -37,17 +37,28 @@ typedef void (*matvec_fn)(float *y, const ml_qtensor *W, const ml_qact *x, int r
 typedef void (*matmul_fn)(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1);
 typedef void (*dequant_row_fn)(float *out, const ml_qtensor *W, int row);
 
-static const struct {
+typedef struct {
     matvec_fn matvec;
     matmul_fn matmul;
     dequant_row_fn dequant_row;
-} weight_types[] = {
-    [ML_TYPE_Q4_0] = {ml_k_matvec_q4, ml_k_matmul_q4, ml_k_dequant_row_q4},
-    [ML_TYPE_Q8_0] = {ml_k_matvec_q8, ml_k_matmul_q8, ml_k_dequant_row_q8},
+} weight_kernels;
+
+/* [weight type][scale type]: fp32 scales (ML_TYPE_F32) or fp16 (ML_TYPE_F16) */
+static const weight_kernels weight_types[][2] = {
+    [ML_TYPE_Q4_0] = {[ML_TYPE_F32] = {ml_k_matvec_q4, ml_k_matmul_q4, ml_k_dequant_row_q4},
+                      [ML_TYPE_F16] = {ml_k_matvec_q4_f16, ml_k_matmul_q4_f16, ml_k_dequant_row_q4_f16}},
+    [ML_TYPE_Q8_0] = {[ML_TYPE_F32] = {ml_k_matvec_q8, ml_k_matmul_q8, ml_k_dequant_row_q8},
+                      [ML_TYPE_F16] = {ml_k_matvec_q8_f16, ml_k_matmul_q8_f16, ml_k_dequant_row_q8_f16}},
 };
 
 int ml_op_type_supported(int type) {
-    return type >= 0 && type < (int)(sizeof weight_types / sizeof *weight_types) && weight_types[type].matvec;
+    return type >= 0 && type < (int)(sizeof weight_types / sizeof *weight_types) && weight_types[type][0].matvec;
+}
+
+/* W's kernels, or NULL for a weight or scale type without them. */
+static const weight_kernels *kernels_of(const ml_qtensor *W) {
+    if (!ml_op_type_supported(W->type) || (W->stype != ML_TYPE_F32 && W->stype != ML_TYPE_F16)) return NULL;
+    return &weight_types[W->type][W->stype];
 }
 
 /* Outside the contract (a type the loader would have refused): NaN, which
@@ -59,7 +70,8 @@ static void fill_nan(float *y, int n) {
 
 static void matvec_rows(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
     if (r0 >= r1) return;
-    if (ml_op_type_supported(W->type)) weight_types[W->type].matvec(y, W, x, r0, r1);
+    const weight_kernels *k = kernels_of(W);
+    if (k) k->matvec(y, W, x, r0, r1);
     else fill_nan(y + r0, r1 - r0);
 }
 
@@ -72,7 +84,8 @@ static void matmul_rows(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch 
         return;
     }
     if (r0 >= r1) return;
-    if (ml_op_type_supported(W->type)) weight_types[W->type].matmul(Y, ldy, W, X, r0, r1);
+    const weight_kernels *k = kernels_of(W);
+    if (k) k->matmul(Y, ldy, W, X, r0, r1);
     else
         for (int t = 0; t < X->n_tok; t++) fill_nan(Y + (size_t)t * (size_t)ldy + r0, r1 - r0);
 }
@@ -213,7 +226,8 @@ void ml_op_quantize_batch(ml_ops *o, ml_qbatch *out, const float *x, int k, int 
 }
 
 void ml_op_dequant_row(float *out, const ml_qtensor *W, int row) {
-    if (ml_op_type_supported(W->type)) weight_types[W->type].dequant_row(out, W, row);
+    const weight_kernels *k = kernels_of(W);
+    if (k) k->dequant_row(out, W, row);
     else fill_nan(out, W->cols);
 }
 

@@ -87,6 +87,7 @@ static inline ml_qtensor ref_qtensor(ml_type t, int rows, int cols) {
     W.rows = rows;
     W.cols = cols;
     W.type = (uint8_t)t;
+    W.stype = ML_TYPE_F32; /* fp32 storage, large enough for fp16 scales too */
     W.q = (int8_t *)ref_alloc((size_t)ml_quant_bytes(t, (uint64_t)rows * (uint64_t)cols));
     W.d = ref_floats((size_t)rows * (size_t)(cols / ML_QK));
     return W;
@@ -118,7 +119,8 @@ static inline int ref_wq(const ml_qtensor *W, int r, int e) {
 }
 
 static inline float ref_wd(const ml_qtensor *W, int r, int b) {
-    return W->d[(size_t)r * (size_t)(W->cols / ML_QK) + (size_t)b];
+    const size_t i = (size_t)r * (size_t)(W->cols / ML_QK) + (size_t)b;
+    return W->stype == ML_TYPE_F16 ? ml_f16_to_f32(W->dh[i]) : W->d[i];
 }
 
 /* ---- tolerance (DESIGN §7.1) -------------------------------------------- */

@@ -110,6 +110,7 @@ static void test_decode_recorded(void) {
     ml_cpu_features f = x86(&epyc);
     uint32_t all = 0;
     for (int i = ML_F_SSE2; i <= ML_F_OS_ZMM; i++) all |= ML_FBIT(i);
+    all |= ML_FBIT(ML_F_F16C);
     CHECK(f.arch == ML_ARCH_X86 && f.detected, "EPYC decodes as detected x86");
     CHECK(f.has == all, "EPYC has every x86 feature: 0x%x vs 0x%x", (unsigned)f.has, (unsigned)all);
     f = x86(&qemu64);
@@ -170,8 +171,8 @@ static void test_x86_verdicts(void) {
     expect(&qemu64, x86(&qemu64), S41, 0, "SSSE3, SSE4.1", S2);
     expect(&core2duo, x86(&core2duo), S41, 0, "SSE4.1", S2);
     expect(&nehalem, x86(&nehalem), S41, 1, "", S41);
-    expect(&westmere, x86(&westmere), A2, 0, "AVX, FMA, AVX2", S41);
-    expect(&sandybridge, x86(&sandybridge), A2, 0, "FMA, AVX2", S41);
+    expect(&westmere, x86(&westmere), A2, 0, "AVX, FMA, AVX2, F16C", S41);
+    expect(&sandybridge, x86(&sandybridge), A2, 0, "FMA, AVX2, F16C", S41);
     expect(&haswell, x86(&haswell), A2, 1, "", A2);
     expect(&haswell, x86(&haswell), AV, 0, "AVX-VNNI", A2);
     expect(&qmax, x86(&qmax), A2, 1, "", A2);
@@ -231,7 +232,7 @@ static void test_messages(void) {
     ml_err e;
     ml_isa_check_for(ML_BUILD_AVX2, &f, &e);
     CHECK(strcmp(e.msg, "legacy-ml: this binary was built for avx2 but this CPU lacks: AVX, FMA, "
-                        "AVX2. Use the sse41 build (make ISA=sse41).") == 0, "exact message: %s", e.msg);
+                        "AVX2, F16C. Use the sse41 build (make ISA=sse41).") == 0, "exact message: %s", e.msg);
     ml_x86_regs r = epyc.r;
     r.xcr0 = 0x3;
     ml_x86_decode(&r, &f);

@@ -47,6 +47,7 @@
 typedef struct {
     ref_rng rng;
     int quick;
+    ml_type stype; /* scale type of the weights the matvec, matmul and dequant groups make */
 } tctx;
 
 /* ---- bindings ----------------------------------------------------------- */
@@ -223,6 +224,25 @@ typedef void (*matvec_fn)(float *, const ml_qtensor *, const ml_qact *, int, int
  * kernels/canon.h rule A5; compared with the scalar twin only). */
 enum { MV_SCALED, MV_UNIT, MV_EXTREME, MV_TINY };
 
+/* W's fp32 scales rounded to fp16 in place (W->dh[i] overwrites bytes of
+ * W->d[i / 2], already read); tiny scales become the half subnormals (with
+ * denormal products dw * dx), and some edge halves are mixed in: zero, -0,
+ * the largest half, the smallest and largest subnormal, the smallest normal,
+ * negative scales (ggml's Q4_0 scales are often negative). */
+static void fp16_scales(tctx *t, ml_qtensor *W, int mode) {
+    static const uint16_t edge[] = {0x0000, 0x8000, 0x7BFF, 0x0001, 0x03FF, 0x0400, 0xFBFF, 0x8001, 0x3C00, 0xBC00};
+    const size_t n = (size_t)W->rows * (size_t)(W->cols / ML_QK);
+    for (size_t i = 0; i < n; i++) {
+        float v = W->d[i];
+        uint16_t h = mode == MV_TINY ? (uint16_t)ref_int(&t->rng, 1, 0x3FF) : ml_f32_to_f16(v);
+        if (mode == MV_SCALED && ref_int(&t->rng, 0, 7) == 0)
+            h = edge[ref_int(&t->rng, 0, (int)(sizeof edge / sizeof *edge) - 1)];
+        else if (mode == MV_SCALED && ref_int(&t->rng, 0, 7) == 0)
+            h = (uint16_t)(h | 0x8000);
+        W->dh[i] = h;
+    }
+}
+
 static void fill_matvec(tctx *t, ml_qtensor *W, ml_qact *x, int mode) {
     ref_rng *r = &t->rng;
     int K = W->cols, nb = K / ML_QK;
@@ -244,6 +264,8 @@ static void fill_matvec(tctx *t, ml_qtensor *W, ml_qact *x, int mode) {
         x->d[b] = mode == MV_TINY     ? ref_uniform(r, 1e-21f, 1e-18f)
                   : mode != MV_SCALED ? 1.0f
                   : ref_int(r, 0, 15) == 0 ? 0.0f : ref_uniform(r, 1e-2f, 1.0f);
+    W->stype = (uint8_t)t->stype;
+    if (t->stype == ML_TYPE_F16) fp16_scales(t, W, mode);
 }
 
 /* y with sentinels in every row and GUARD floats after the last row. */
@@ -747,6 +769,124 @@ static void test_dequant_row_q8(tctx *t) {
 static void test_dequant_row_q4(tctx *t) {
     test_dequant(t, ML_TYPE_Q4_0, ml_k_dequant_row_q4, ml_k_dequant_row_q4_scalar, "dequant_row_q4");
 }
+
+/* ---- fp16 scales ----------------------------------------------------------- */
+
+/* The conversions of core/quant.h against their definitions: every half
+ * -> float by plain float math (sign * m * 2^(e-25)) and back unchanged;
+ * float -> half the nearest half, ties to the even one, at every midpoint
+ * between two halves and at random floats. */
+static void test_f16_convert(tctx *t) {
+    int before = tl_failed, bad_up = 0, bad_rt = 0, bad_mid = 0, bad_rnd = 0;
+    for (uint32_t h = 0; h < 0x10000u; h++) {
+        const int e = (int)((h >> 10) & 0x1F), m = (int)(h & 0x3FF);
+        const float f = ml_f16_to_f32((uint16_t)h);
+        if (e == 0x1F) {
+            bad_up += m ? !isnan(f) : !isinf(f) || (signbit(f) != 0) != (h >> 15 != 0);
+            continue;
+        }
+        double v = e ? ldexp(1024.0 + m, e - 25) : ldexp((double)m, -24);
+        if (h >> 15) v = -v;
+        bad_up += !ref_same_bits(f, (float)v) || (signbit(f) != 0) != (h >> 15 != 0);
+        bad_rt += ml_f32_to_f16(f) != h;
+        /* the midpoint to the next half up in magnitude: a tie, to the even one */
+        if ((h & 0x7FFF) < 0x7BFF) {
+            const float up = ml_f16_to_f32((uint16_t)(h + 1));
+            const float mid = (float)(((double)f + (double)up) / 2);
+            bad_mid += ml_f32_to_f16(mid) != ((h & 1) ? h + 1 : h);
+        }
+    }
+    for (int i = 0; i < 200000; i++) { /* random floats of the half range: the nearest half */
+        const float f = ref_uniform(&t->rng, -1.0f, 1.0f) * ldexpf(1.0f, ref_int(&t->rng, -26, 15));
+        const uint16_t h = ml_f32_to_f16(f);
+        const double d = fabs((double)ml_f16_to_f32(h) - f);
+        const uint16_t nb[2] = {(uint16_t)(h - 1), (uint16_t)(h + 1)};
+        for (int k = 0; k < 2; k++) {
+            if ((nb[k] & 0x7C00) == 0x7C00 || ((h & 0x7FFF) == 0 && k == 0)) continue;
+            bad_rnd += fabs((double)ml_f16_to_f32(nb[k]) - f) < d;
+        }
+    }
+    bad_rnd += ml_f32_to_f16(65519.0f) != 0x7BFF;
+    bad_rnd += ml_f32_to_f16(65520.0f) != 0x7C00;
+    bad_rnd += ml_f32_to_f16(-1e30f) != 0xFC00;
+    bad_rnd += ml_f32_to_f16(ldexpf(1.0f, -25)) != 0;
+    bad_rnd += ml_f32_to_f16(ldexpf(1.5f, -25)) != 1;
+    CHECK(!bad_up, "ml_f16_to_f32: %d halves differ from sign * m * 2^e", bad_up);
+    CHECK(!bad_rt, "ml_f32_to_f16(ml_f16_to_f32(h)) != h for %d halves", bad_rt);
+    CHECK(!bad_mid, "ml_f32_to_f16: %d midpoints not rounded to the even half", bad_mid);
+    CHECK(!bad_rnd, "ml_f32_to_f16: %d floats not rounded to the nearest half (or a limit wrong)", bad_rnd);
+    GROUP_DONE("fp16 scales: every half -> float exact, float -> half nearest-even", before);
+}
+
+/* Every half that is not a NaN as the one scale of a one-block row whose
+ * dot with the activations is 1 (dx = 1): y[r] = 1 * (dw * 1) = dw, so
+ * the build's scale load must give ml_f16_to_f32's bits for each (F16C,
+ * fcvtl and the integer conversion alike), subnormal halves, max-half and
+ * infinities included. */
+static void test_f16_every_half(ml_type type, matvec_fn mv, const char *name) {
+    int before = tl_failed, rows = 0, bad = 0;
+    ml_qtensor W = ref_qtensor(type, 0x10000, ML_QK);
+    ml_qact x = ref_qact(ML_QK);
+    W.stype = ML_TYPE_F16;
+    for (uint32_t h = 0; h < 0x10000u; h++) {
+        if ((h & 0x7C00) == 0x7C00 && (h & 0x3FF)) continue; /* NaN */
+        W.dh[rows] = (uint16_t)h;
+        for (int j = 0; j < ML_QK; j++) {
+            if (type == ML_TYPE_Q8_0) W.q[(size_t)rows * ML_QK + (size_t)j] = (int8_t)(j == 0);
+            else if (j < ML_Q4_BLOCK_BYTES) W.q[(size_t)rows * ML_Q4_BLOCK_BYTES + (size_t)j] = (int8_t)(j == 0 ? 0x89 : 0x88);
+        }
+        rows++;
+    }
+    W.rows = rows;
+    for (int j = 0; j < ML_QK; j++) x.q[j] = (int8_t)(j == 0);
+    x.d[0] = 1.0f;
+    float *y = ref_floats((size_t)rows);
+    mv(y, &W, &x, 0, rows);
+    for (int r = 0; r < rows; r++) bad += !ref_same_bits(y[r], 0.0f + ml_f16_to_f32(W.dh[r])); /* -0 sums to +0 */
+    CHECK(!bad, "%s: %d of %d halves not converted exactly", name, bad, rows);
+    ref_free(y), ref_qtensor_free(&W), ref_qact_free(&x);
+    char what[128];
+    snprintf(what, sizeof what, "%s: every half as a scale gives ml_f16_to_f32's bits", name);
+    GROUP_DONE(what, before);
+}
+
+/* The fp16-scale kernels: the same sweeps as the fp32 ones (fill_matvec
+ * rounds the scales to fp16 and mixes in edge halves). */
+static void test_matvec_q8_f16(tctx *t) {
+    test_f16_convert(t);
+    test_f16_every_half(ML_TYPE_Q8_0, ml_k_matvec_q8_f16, "matvec_q8_f16");
+    t->stype = ML_TYPE_F16;
+    test_matvec(t, ML_TYPE_Q8_0, ml_k_matvec_q8_f16, ml_k_matvec_q8_f16_scalar, "matvec_q8_f16");
+    t->stype = ML_TYPE_F32;
+}
+static void test_matvec_q4_f16(tctx *t) {
+    test_f16_every_half(ML_TYPE_Q4_0, ml_k_matvec_q4_f16, "matvec_q4_f16");
+    t->stype = ML_TYPE_F16;
+    test_matvec(t, ML_TYPE_Q4_0, ml_k_matvec_q4_f16, ml_k_matvec_q4_f16_scalar, "matvec_q4_f16");
+    t->stype = ML_TYPE_F32;
+}
+static void test_matmul_q8_f16(tctx *t) {
+    t->stype = ML_TYPE_F16;
+    test_matmul(t, ML_TYPE_Q8_0, ml_k_matmul_q8_f16, ml_k_matmul_q8_f16_scalar, ml_k_matvec_q8_f16_scalar,
+                "matmul_q8_f16");
+    t->stype = ML_TYPE_F32;
+}
+static void test_matmul_q4_f16(tctx *t) {
+    t->stype = ML_TYPE_F16;
+    test_matmul(t, ML_TYPE_Q4_0, ml_k_matmul_q4_f16, ml_k_matmul_q4_f16_scalar, ml_k_matvec_q4_f16_scalar,
+                "matmul_q4_f16");
+    t->stype = ML_TYPE_F32;
+}
+static void test_dequant_row_q8_f16(tctx *t) {
+    t->stype = ML_TYPE_F16;
+    test_dequant(t, ML_TYPE_Q8_0, ml_k_dequant_row_q8_f16, ml_k_dequant_row_q8_f16_scalar, "dequant_row_q8_f16");
+    t->stype = ML_TYPE_F32;
+}
+static void test_dequant_row_q4_f16(tctx *t) {
+    t->stype = ML_TYPE_F16;
+    test_dequant(t, ML_TYPE_Q4_0, ml_k_dequant_row_q4_f16, ml_k_dequant_row_q4_f16_scalar, "dequant_row_q4_f16");
+    t->stype = ML_TYPE_F32;
+}
 #define test_quantize_q8 test_quantize
 #define test_add test_vec
 #define test_dot_f32 test_vec
@@ -758,7 +898,7 @@ static const test_group kernel_tests[] = {ML_KERNELS(TEST_ROW)};
 
 int ml_main(int argc, char **argv) {
     ref_opts o = ref_parse_opts(argc, argv);
-    tctx t = {{o.seed}, o.quick};
+    tctx t = {{o.seed}, o.quick, ML_TYPE_F32};
     printf("# test_kernels seed=0x%llx%s (rerun: --seed=0x%llx)\n", (unsigned long long)o.seed,
            o.quick ? " quick" : "", (unsigned long long)o.seed);
     check_bindings();

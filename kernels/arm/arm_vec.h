@@ -33,14 +33,20 @@ enum { ML_ARM_Q8, ML_ARM_Q4 };
 ML_INLINE size_t ml_arm_wbytes(int kind) { return kind == ML_ARM_Q4 ? ML_Q4_BLOCK_BYTES : ML_Q8_BLOCK_BYTES; }
 
 /* 4 consecutive rows from the one whose quants are at wq and scales at wd
- * (rows wstride bytes and nb blocks apart): each row's quants and scales.
- * With nr = 1 the three rows past it repeat it (a row tail: their lanes are
- * computed and ignored, and nothing past the row is read). */
-ML_INLINE void ml_arm_rows4(const int8_t **w, const float **d, const int8_t *wq, size_t wstride, const float *wd,
-                            int nb, int nr) {
-    const size_t ws = nr == 4 ? wstride : 0, ds = nr == 4 ? (size_t)nb : 0;
+ * (rows wstride bytes and nb blocks apart; scales of type st, so d[i] are
+ * byte pointers): each row's quants and scales. With nr = 1 the three rows
+ * past it repeat it (a row tail: their lanes are computed and ignored, and
+ * nothing past the row is read). */
+ML_INLINE void ml_arm_rows4(const int8_t **w, const char **d, const int8_t *wq, size_t wstride, const void *wd,
+                            int nb, int nr, ml_type st) {
+    const size_t ws = nr == 4 ? wstride : 0, ds = nr == 4 ? (size_t)nb * (size_t)ml_scale_bytes(st) : 0;
     w[0] = wq, w[1] = wq + ws, w[2] = wq + 2 * ws, w[3] = wq + 3 * ws;
-    d[0] = wd, d[1] = wd + ds, d[2] = wd + 2 * ds, d[3] = wd + 3 * ds;
+    d[0] = (const char *)wd, d[1] = d[0] + ds, d[2] = d[0] + 2 * ds, d[3] = d[0] + 3 * ds;
+}
+
+/* The scale pointers d[i] moved on by n blocks of scales of type st. */
+ML_INLINE void ml_arm_scales_skip(const char **d, int n, ml_type st) {
+    ML_UNROLL for (int i = 0; i < 4; i++) d[i] += (size_t)n * (size_t)ml_scale_bytes(st);
 }
 
 /* Q4_0 (byte j: element j in the low nibble, 16 + j in the high one, each
@@ -149,12 +155,26 @@ ML_INLINE void ml_arm_tr4(uint32x4_t *t, const uint32x4_t *a) {
     t[3] = vreinterpretq_u32_u64(vzip2q_u64(t1, t3));
 }
 
-/* [*d[0], *d[1], *d[2], *d[3]]: one block's scales of 4 rows */
-ML_INLINE ml_arm_f4 ml_arm_dw(const float *const *d) {
-    float32x4_t v = vld1q_dup_f32(d[0]);
-    v = vld1q_lane_f32(d[1], v, 1);
-    v = vld1q_lane_f32(d[2], v, 2);
-    return vld1q_lane_f32(d[3], v, 3);
+/* [*d[0], *d[1], *d[2], *d[3]]: one block's scales of 4 rows; fp16 (st)
+ * converted exactly by fcvtl (vcvt_f32_f16: AArch64 is IEEE, FPCR.FZ = 0) */
+ML_INLINE ml_arm_f4 ml_arm_dw(const char *const *d, ml_type st) {
+    if (st == ML_TYPE_F16) {
+        uint16x4_t h = vld1_dup_u16((const uint16_t *)(const void *)d[0]);
+        h = vld1_lane_u16((const uint16_t *)(const void *)d[1], h, 1);
+        h = vld1_lane_u16((const uint16_t *)(const void *)d[2], h, 2);
+        h = vld1_lane_u16((const uint16_t *)(const void *)d[3], h, 3);
+        return vcvt_f32_f16(vreinterpret_f16_u16(h));
+    }
+    float32x4_t v = vld1q_dup_f32((const float *)(const void *)d[0]);
+    v = vld1q_lane_f32((const float *)(const void *)d[1], v, 1);
+    v = vld1q_lane_f32((const float *)(const void *)d[2], v, 2);
+    return vld1q_lane_f32((const float *)(const void *)d[3], v, 3);
+}
+
+/* 4 consecutive scales of type st at p, as floats (fcvtl for fp16) */
+ML_INLINE uint32x4_t ml_arm_ld4s(const char *p, ml_type st) {
+    if (st == ML_TYPE_F16) return vreinterpretq_u32_f32(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)(const void *)p))));
+    return vreinterpretq_u32_f32(vld1q_f32((const float *)(const void *)p));
 }
 
 /* dw * dx: the 4 rows' block scales times the activations' */
@@ -162,10 +182,9 @@ ML_INLINE ml_arm_f4 ml_arm_f4_scale(ml_arm_f4 dw, float dx) { return vmulq_n_f32
 
 /* s[j] = [d[0][j], .., d[3][j]] * xd[j], 4 blocks: the 4 rows' scale
  * vectors transposed. */
-ML_INLINE void ml_arm_scales4(ml_arm_f4 *s, const float *const *d, const float *xd) {
+ML_INLINE void ml_arm_scales4(ml_arm_f4 *s, const char *const *d, const float *xd, ml_type st) {
     uint32x4_t t[4];
-    const uint32x4_t r[4] = {vreinterpretq_u32_f32(vld1q_f32(d[0])), vreinterpretq_u32_f32(vld1q_f32(d[1])),
-                             vreinterpretq_u32_f32(vld1q_f32(d[2])), vreinterpretq_u32_f32(vld1q_f32(d[3]))};
+    const uint32x4_t r[4] = {ml_arm_ld4s(d[0], st), ml_arm_ld4s(d[1], st), ml_arm_ld4s(d[2], st), ml_arm_ld4s(d[3], st)};
     ml_arm_tr4(t, r);
     const float32x4_t x = vld1q_f32(xd);
     s[0] = vmulq_laneq_f32(vreinterpretq_f32_u32(t[0]), x, 0);
@@ -192,14 +211,20 @@ typedef struct {
 
 ML_INLINE ml_arm_f4 ml_arm_f4_zero(void) { return (ml_arm_f4){{0.0f, 0.0f, 0.0f, 0.0f}}; }
 
-ML_INLINE ml_arm_f4 ml_arm_dw(const float *const *d) { return (ml_arm_f4){{d[0][0], d[1][0], d[2][0], d[3][0]}}; }
+/* fp16 scales by the integer conversion (ml_scale_at): ARMv7 NEON has no
+ * IEEE fp16 conversion (and would flush), and the scale math here is VFP */
+ML_INLINE ml_arm_f4 ml_arm_dw(const char *const *d, ml_type st) {
+    return (ml_arm_f4){{ml_scale_at(d[0], 0, st), ml_scale_at(d[1], 0, st), ml_scale_at(d[2], 0, st), ml_scale_at(d[3], 0, st)}};
+}
 
 ML_INLINE ml_arm_f4 ml_arm_f4_scale(ml_arm_f4 dw, float dx) {
     return (ml_arm_f4){{dw.v[0] * dx, dw.v[1] * dx, dw.v[2] * dx, dw.v[3] * dx}};
 }
 
-ML_INLINE void ml_arm_scales4(ml_arm_f4 *s, const float *const *d, const float *xd) {
-    ML_UNROLL for (int j = 0; j < 4; j++) s[j] = (ml_arm_f4){{d[0][j] * xd[j], d[1][j] * xd[j], d[2][j] * xd[j], d[3][j] * xd[j]}};
+ML_INLINE void ml_arm_scales4(ml_arm_f4 *s, const char *const *d, const float *xd, ml_type st) {
+    ML_UNROLL for (int j = 0; j < 4; j++)
+        s[j] = (ml_arm_f4){{ml_scale_at(d[0], (size_t)j, st) * xd[j], ml_scale_at(d[1], (size_t)j, st) * xd[j],
+                            ml_scale_at(d[2], (size_t)j, st) * xd[j], ml_scale_at(d[3], (size_t)j, st) * xd[j]}};
 }
 
 /* f holds integers below 2^24 (exact in NEON too); the rest is VFP. */
@@ -217,6 +242,8 @@ ML_INLINE void ml_arm_f4_store(float *y, ml_arm_f4 acc, int nr) {
 #endif
 
 /* dw * dx for one block of 4 rows */
-ML_INLINE ml_arm_f4 ml_arm_scales(const float *const *d, float dx) { return ml_arm_f4_scale(ml_arm_dw(d), dx); }
+ML_INLINE ml_arm_f4 ml_arm_scales(const char *const *d, float dx, ml_type st) {
+    return ml_arm_f4_scale(ml_arm_dw(d, st), dx);
+}
 
 #endif

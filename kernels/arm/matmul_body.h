@@ -31,11 +31,11 @@
 
 /* One block of the 4 rows at w[i], d[i] against nt tokens (xq, xd: the
  * first one's block; the tokens n quants and nb scales apart). */
-ML_INLINE void ml_arm_mm_block(ml_arm_f4 *sum, const int8_t *const *w, const float *const *d, const int8_t *xq,
-                               const float *xd, size_t n, int nb, int nt, int kind) {
+ML_INLINE void ml_arm_mm_block(ml_arm_f4 *sum, const int8_t *const *w, const char *const *d, const int8_t *xq,
+                               const float *xd, size_t n, int nb, int nt, int kind, ml_type st) {
     ml_arm_w4 wb;
     ml_arm_w4_prep(&wb, w, kind);
-    const ml_arm_f4 dw = ml_arm_dw(d);
+    const ml_arm_f4 dw = ml_arm_dw(d, st);
     ML_UNROLL for (int t = 0; t < nt; t++) {
         const ml_arm_x xs = ml_arm_ld32(xq + (size_t)t * n);
         sum[t] = ml_arm_f4_madd(sum[t], ml_arm_w4_dot(&wb, &xs, kind), ml_arm_f4_scale(dw, xd[(size_t)t * nb]));
@@ -44,32 +44,33 @@ ML_INLINE void ml_arm_mm_block(ml_arm_f4 *sum, const int8_t *const *w, const flo
 
 /* nt tokens (xq, xd: the first one's) x nr rows (4 or 1, from the one at
  * wq, wd), both constants after inlining, into Y (the first token's row). */
-ML_INLINE void ml_arm_mm_tile(float *Y, size_t ldy, const int8_t *wq, size_t wstride, const float *wd, int nb,
-                              const int8_t *xq, const float *xd, int nt, int nr, int kind) {
+ML_INLINE void ml_arm_mm_tile(float *Y, size_t ldy, const int8_t *wq, size_t wstride, const void *wd, int nb,
+                              const int8_t *xq, const float *xd, int nt, int nr, int kind, ml_type st) {
     const int8_t *w[4];
-    const float *d[4];
-    ml_arm_rows4(w, d, wq, wstride, wd, nb, nr);
+    const char *d[4];
+    ml_arm_rows4(w, d, wq, wstride, wd, nb, nr, st);
     const size_t n = (size_t)nb * ML_QK;
     ml_arm_f4 sum[ML_ARM_MM_TOKENS];
     ML_UNROLL for (int t = 0; t < nt; t++) sum[t] = ml_arm_f4_zero();
     for (int b = 0; b < nb; b++, xq += ML_QK, xd++) {
-        ml_arm_mm_block(sum, w, d, xq, xd, n, nb, nt, kind);
-        ML_UNROLL for (int i = 0; i < 4; i++) w[i] += ml_arm_wbytes(kind), d[i]++;
+        ml_arm_mm_block(sum, w, d, xq, xd, n, nb, nt, kind, st);
+        ML_UNROLL for (int i = 0; i < 4; i++) w[i] += ml_arm_wbytes(kind);
+        ml_arm_scales_skip(d, 1, st);
     }
     ML_UNROLL for (int t = 0; t < nt; t++) ml_arm_f4_store(Y + (size_t)t * ldy, sum[t], nr);
 }
 
 /* Every token of X against nr rows (4 or 1) from row r. */
 ML_INLINE void ml_arm_mm_rows(float *Y, size_t ldy, const ml_qtensor *W, const ml_qbatch *X, int r, int nr,
-                              int kind) {
+                              int kind, ml_type st) {
     const int nb = W->cols / ML_QK;
     const size_t wstride = (size_t)nb * ml_arm_wbytes(kind);
     const int8_t *wq = W->q + (size_t)r * wstride;
-    const float *wd = W->d + (size_t)r * (size_t)nb;
+    const char *wd = (const char *)W->d + (size_t)r * (size_t)nb * (size_t)ml_scale_bytes(st);
     int t = 0;
 #define ML_ARM_MM_TILE(nt)                                                                                    \
     ml_arm_mm_tile(Y + (size_t)t * ldy + (size_t)r, ldy, wq, wstride, wd, nb, X->q + (size_t)t * (size_t)X->n, \
-                   X->d + (size_t)t * (size_t)nb, nt, nr, kind)
+                   X->d + (size_t)t * (size_t)nb, nt, nr, kind, st)
     for (; t + ML_ARM_MM_TOKENS <= X->n_tok; t += ML_ARM_MM_TOKENS) ML_ARM_MM_TILE(ML_ARM_MM_TOKENS);
     for (; ML_ARM_MM_TOKENS > 4 && t + 4 <= X->n_tok; t += 4) ML_ARM_MM_TILE(4);
     for (; ML_ARM_MM_TOKENS > 2 && t + 2 <= X->n_tok; t += 2) ML_ARM_MM_TILE(2);
@@ -77,21 +78,23 @@ ML_INLINE void ml_arm_mm_rows(float *Y, size_t ldy, const ml_qtensor *W, const m
 #undef ML_ARM_MM_TILE
 }
 
-ML_INLINE void ml_arm_matmul(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1, int kind) {
+ML_INLINE void ml_arm_matmul(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1, int kind,
+                             ml_type st) {
     int r = r0;
-    for (; r + 4 <= r1; r += 4) ml_arm_mm_rows(Y, (size_t)ldy, W, X, r, 4, kind);
-    for (; r < r1; r++) ml_arm_mm_rows(Y, (size_t)ldy, W, X, r, 1, kind);
+    for (; r + 4 <= r1; r += 4) ml_arm_mm_rows(Y, (size_t)ldy, W, X, r, 4, kind, st);
+    for (; r < r1; r++) ml_arm_mm_rows(Y, (size_t)ldy, W, X, r, 1, kind, st);
 }
 
-/* ml_k_matmul_q8_<isa> and ml_k_matmul_q4_<isa> over this body. */
-#define ML_ARM_MATMUL(isa)                                                                                     \
-    ML_NO_PRESCHED void ml_k_matmul_q8_##isa(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, \
-                                                int r1) {                                                      \
-        ml_arm_matmul(Y, ldy, W, X, r0, r1, ML_ARM_Q8);                                                        \
-    }                                                                                                          \
-    ML_NO_PRESCHED void ml_k_matmul_q4_##isa(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, \
-                                                int r1) {                                                      \
-        ml_arm_matmul(Y, ldy, W, X, r0, r1, ML_ARM_Q4);                                                        \
+/* ml_k_matmul_<q8|q4>[_f16]_<isa> over this body. */
+#define ML_ARM_MATMUL_ONE_(isa, name, kind, st)                                                                \
+    ML_NO_PRESCHED void ml_k_##name##_##isa(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, \
+                                            int r1) {                                                          \
+        ml_arm_matmul(Y, ldy, W, X, r0, r1, kind, st);                                                         \
     }
+#define ML_ARM_MATMUL(isa)                                          \
+    ML_ARM_MATMUL_ONE_(isa, matmul_q8, ML_ARM_Q8, ML_TYPE_F32)      \
+    ML_ARM_MATMUL_ONE_(isa, matmul_q4, ML_ARM_Q4, ML_TYPE_F32)      \
+    ML_ARM_MATMUL_ONE_(isa, matmul_q8_f16, ML_ARM_Q8, ML_TYPE_F16)  \
+    ML_ARM_MATMUL_ONE_(isa, matmul_q4_f16, ML_ARM_Q4, ML_TYPE_F16)
 
 #endif

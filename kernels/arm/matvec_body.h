@@ -66,39 +66,39 @@ ML_INLINE float32x4_t ml_arm_block4(int32x4_t *acc, int32x4_t *prev, const int8_
 /* nr (4 or 1, a constant after inlining) consecutive rows starting at y.
  * Blocks go in groups of 4, whose scales for the 4 rows come from one 4x4
  * transpose; the last nb % 4 blocks one at a time. */
-ML_INLINE void ml_arm_rows(float *y, const int8_t *wq, size_t wstride, const float *wd, int nb, const int8_t *xq,
-                           const float *xd, int nr, int kind) {
+ML_INLINE void ml_arm_rows(float *y, const int8_t *wq, size_t wstride, const void *wd, int nb, const int8_t *xq,
+                           const float *xd, int nr, int kind, ml_type st) {
     const int8_t *w[4];
-    const float *d[4];
-    ml_arm_rows4(w, d, wq, wstride, wd, nb, nr);
+    const char *d[4];
+    ml_arm_rows4(w, d, wq, wstride, wd, nb, nr, st);
     int32x4_t acc[4] = {vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0)};
     int32x4_t prev = vdupq_n_s32(0);
     ml_arm_f4 sum = ml_arm_f4_zero();
     int b = 0;
     for (; b + 4 <= nb; b += 4) { /* groups of 4 blocks share one scale load */
         ml_arm_f4 s[4];
-        ml_arm_scales4(s, d, xd + b);
-        ML_UNROLL for (int i = 0; i < 4; i++) d[i] += 4;
+        ml_arm_scales4(s, d, xd + b, st);
+        ml_arm_scales_skip(d, 4, st);
         ML_UNROLL for (int k = 0; k < 4; k++) sum = ml_arm_f4_madd(sum, ml_arm_block4(acc, &prev, w, &xq, kind), s[k]);
     }
     for (; b < nb; b++) {
-        const ml_arm_f4 s = ml_arm_scales(d, xd[b]);
-        ML_UNROLL for (int i = 0; i < 4; i++) d[i]++;
+        const ml_arm_f4 s = ml_arm_scales(d, xd[b], st);
+        ml_arm_scales_skip(d, 1, st);
         sum = ml_arm_f4_madd(sum, ml_arm_block4(acc, &prev, w, &xq, kind), s);
     }
     ml_arm_f4_store(y, sum, nr);
 }
 
-ML_INLINE void ml_arm_matvec(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1, int kind) {
+/* y[r0..r1) = W x, weights of kind (ML_ARM_Q8, ML_ARM_Q4) with scales of type st */
+ML_INLINE void ml_arm_matvec(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1, int kind, ml_type st) {
     const int nb = W->cols / ML_QK;
-    const size_t wstride = (size_t)nb * ml_arm_wbytes(kind);
+    const size_t wstride = (size_t)nb * ml_arm_wbytes(kind), dstride = (size_t)nb * (size_t)ml_scale_bytes(st);
+    const char *wd = (const char *)W->d;
     int r = r0;
     for (; r + 4 <= r1; r += 4)
-        ml_arm_rows(y + r, W->q + (size_t)r * wstride, wstride, W->d + (size_t)r * (size_t)nb, nb, x->q, x->d, 4,
-                    kind);
+        ml_arm_rows(y + r, W->q + (size_t)r * wstride, wstride, wd + (size_t)r * dstride, nb, x->q, x->d, 4, kind, st);
     for (; r < r1; r++)
-        ml_arm_rows(y + r, W->q + (size_t)r * wstride, wstride, W->d + (size_t)r * (size_t)nb, nb, x->q, x->d, 1,
-                    kind);
+        ml_arm_rows(y + r, W->q + (size_t)r * wstride, wstride, wd + (size_t)r * dstride, nb, x->q, x->d, 1, kind, st);
 }
 
 #endif

@@ -258,4 +258,11 @@ ML_INLINE __m128 ml_x86_madd(__m128 acc, __m256i sumi, const __m128 *s) {
     return _mm_add_ps(acc, _mm_mul_ps(_mm256_extractf128_ps(f, 1), s[1]));
 }
 
+/* 4 consecutive block scales as floats: fp16 by F16C's vcvtph2ps (exact,
+ * the bits of ml_f16_to_f32). */
+ML_INLINE __m128 ml_x86_ld4s(const void *d, ml_type st) {
+    if (st == ML_TYPE_F32) return _mm_loadu_ps((const float *)d);
+    return _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)d));
+}
+
 #endif

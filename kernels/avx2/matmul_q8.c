@@ -5,5 +5,9 @@
 #include "kernels/x86/matmul_body.h"
 
 void ml_k_matmul_q8_avx2(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1) {
-    ml_x86_matmul(Y, ldy, W, X, r0, r1, ML_TYPE_Q8_0);
+    ml_x86_matmul(Y, ldy, W, X, r0, r1, ML_TYPE_Q8_0, ML_TYPE_F32);
+}
+
+void ml_k_matmul_q8_f16_avx2(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1) {
+    ml_x86_matmul(Y, ldy, W, X, r0, r1, ML_TYPE_Q8_0, ML_TYPE_F16);
 }

@@ -186,4 +186,11 @@ ML_INLINE __m512i ml_avx512_ublock2(const int8_t *a, const int8_t *b, ml_type t)
     return _mm512_and_si512(_mm512_srlv_epi64(v, sh), _mm512_set1_epi8(0x0F));
 }
 
+/* Scales i .. i + 15 of d (lanes of m; the others 0.0f, not read), of
+ * type st: fp32, or fp16 converted exactly by vcvtph2ps. */
+ML_INLINE __m512 ml_avx512_ld16s(const void *d, size_t i, __mmask16 m, ml_type st) {
+    if (st == ML_TYPE_F32) return _mm512_maskz_loadu_ps(m, (const float *)d + i);
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)d + i));
+}
+
 #endif

@@ -73,9 +73,11 @@ ML_INLINE void mm512_wprep_block(mm512_wtile *wt, int b, const int8_t *const *g,
 }
 
 /* nb blocks of nr rows (<= 16) from row pointer q (bytes per row wstride,
- * per block bpb) and scales d (nbt blocks per row). */
-ML_INLINE void mm512_wprep(mm512_wtile *wt, const int8_t *q, size_t wstride, size_t bpb, const float *d, size_t nbt,
-                           int nr, int nb, ml_type type) {
+ * per block bpb) and scales d (nbt blocks per row, of type st: fp32
+ * gathered, fp16 collected into one vector and converted by vcvtph2ps;
+ * once per call, for every token of the batch). */
+ML_INLINE void mm512_wprep(mm512_wtile *wt, const int8_t *q, size_t wstride, size_t bpb, const void *d, size_t nbt,
+                           int nr, int nb, ml_type type, ml_type st) {
     const __m512i idx = _mm512_mullo_epi32(
         _mm512_min_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(nr - 1)),
         _mm512_set1_epi32((int)nbt));
@@ -83,7 +85,14 @@ ML_INLINE void mm512_wprep(mm512_wtile *wt, const int8_t *q, size_t wstride, siz
         const int8_t *g[16];
         ML_UNROLL for (int i = 0; i < 16; i++) g[i] = q + ml_avx512_row(i, nr) * wstride + (size_t)b * bpb;
         mm512_wprep_block(wt, b, g, type);
-        wt->d[b] = _mm512_i32gather_ps(idx, d + b, 4);
+        if (st == ML_TYPE_F32) {
+            wt->d[b] = _mm512_i32gather_ps(idx, (const float *)d + b, 4);
+        } else {
+            const uint16_t *h = (const uint16_t *)d + b;
+            uint16_t v[16];
+            ML_UNROLL for (int i = 0; i < 16; i++) v[i] = h[ml_avx512_row(i, nr) * nbt];
+            wt->d[b] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)v));
+        }
     }
 }
 
@@ -174,8 +183,10 @@ ML_INLINE void mm512_tile_n(float *y, size_t ldy, __mmask16 m, int first, const 
     }
 }
 
-ML_INLINE void mm512_matmul(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1, ml_type type) {
+ML_INLINE void mm512_matmul(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1, ml_type type,
+                            ml_type st) {
     const int nbt = W->cols / ML_QK;
+    const size_t sb = (size_t)ml_scale_bytes(st);
     const size_t bpb = ml_avx512_wbytes(type), wstride = (size_t)nbt * bpb;
     mm512_wtile wt[MM512_GROUPS];
     int8_t xq[MM512_TT][MM512_KB * ML_QK];
@@ -187,7 +198,8 @@ ML_INLINE void mm512_matmul(float *Y, int ldy, const ml_qtensor *W, const ml_qba
             for (int g = 0; g < ng; g++) {
                 const int rg = r + 16 * g;
                 mm512_wprep(&wt[g], W->q + (size_t)rg * wstride + (size_t)b0 * bpb, wstride, bpb,
-                         W->d + (size_t)rg * (size_t)nbt + (size_t)b0, (size_t)nbt, mm512_min(16, r1 - rg), nb, type);
+                            (const char *)W->d + ((size_t)rg * (size_t)nbt + (size_t)b0) * sb, (size_t)nbt,
+                            mm512_min(16, r1 - rg), nb, type, st);
             }
             for (int t0 = 0; t0 < X->n_tok; t0 += MM512_TT) {
                 const int ntt = mm512_min(X->n_tok - t0, MM512_TT);

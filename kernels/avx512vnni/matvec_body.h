@@ -40,13 +40,14 @@
 #include "kernels/kernel_util.h"
 
 /* s[j] = [dw of rows 0..15 at block b0 + j] * dx[b0 + j] for j < n (n <= 16);
- * s[j] for j >= n is left alone. */
-ML_INLINE void ml_avx512_scales16(__m512 *s, const float *wd, size_t nb, int nr, int b0, int n, const float *xd) {
+ * s[j] for j >= n is left alone. wd's scales are of type st (ml_avx512_ld16s). */
+ML_INLINE void ml_avx512_scales16(__m512 *s, const void *wd, size_t nb, int nr, int b0, int n, const float *xd,
+                                  ml_type st) {
     const __mmask16 m = (__mmask16)((1u << n) - 1u);
     __m512i t[16], u[16];
     ML_UNROLL for (int i = 0; i < 16; i += 2) {
-        const __m512 a = _mm512_maskz_loadu_ps(m, wd + ml_avx512_row(i, nr) * nb + b0);
-        const __m512 b = _mm512_maskz_loadu_ps(m, wd + ml_avx512_row(i + 1, nr) * nb + b0);
+        const __m512 a = ml_avx512_ld16s(wd, ml_avx512_row(i, nr) * nb + (size_t)b0, m, st);
+        const __m512 b = ml_avx512_ld16s(wd, ml_avx512_row(i + 1, nr) * nb + (size_t)b0, m, st);
         t[i] = _mm512_castps_si512(_mm512_unpacklo_ps(a, b));
         t[i + 1] = _mm512_castps_si512(_mm512_unpackhi_ps(a, b));
     }
@@ -93,12 +94,13 @@ ML_INLINE void ml_avx512_addrs(const int8_t **g, const int8_t *a, size_t s, int 
 
 /* One step: n (4 when full) blocks starting at block b of every row; pf:
  * where the bytes to prefetch start (16 steps of a row of them), pfd:
- * where their scales do (n lines: 16 rows x 4 bytes is a line a block). */
+ * where their scales do (16 rows x 4 bytes is a line a block; fp16
+ * scales (st), half a line). */
 ML_INLINE __m512 ml_avx512_step(__m512 acc, const int8_t *wq, size_t wstride, int nr, size_t b, const int8_t *xq,
-                                const __m512 *sc, int n, const int8_t *pf, uintptr_t pfd, ml_type t) {
+                                const __m512 *sc, int n, const int8_t *pf, uintptr_t pfd, ml_type t, ml_type st) {
     const size_t wb = ml_avx512_wbytes(t);
     ML_UNROLL for (int l = 0; l < 4; l++)
-        if (l < n) _mm_prefetch((const char *)(pfd + (size_t)l * 64), _MM_HINT_T0);
+        if (l < n && (st == ML_TYPE_F32 || 2 * l < n)) _mm_prefetch((const char *)(pfd + (size_t)l * 64), _MM_HINT_T0);
     ml_avx512_x4 xs;
     ml_avx512_xprep(&xs, xq + b * ML_QK, n, t);
     const int8_t *g[16];
@@ -117,9 +119,9 @@ ML_INLINE __m512 ml_avx512_step(__m512 acc, const int8_t *wq, size_t wstride, in
 }
 
 /* nr (16, or 1..15 for the last group) consecutive rows starting at y. */
-ML_INLINE void ml_avx512_rows(float *y, const int8_t *wq, size_t wstride, const float *wd, const int8_t *xq,
-                              const float *xd, int nb, int nr, ml_type t) {
-    const size_t wb = ml_avx512_wbytes(t);
+ML_INLINE void ml_avx512_rows(float *y, const int8_t *wq, size_t wstride, const void *wd, const int8_t *xq,
+                              const float *xd, int nb, int nr, ml_type t, ml_type st) {
+    const size_t wb = ml_avx512_wbytes(t), sb = (size_t)ml_scale_bytes(st);
     __m512 acc = _mm512_setzero_ps();
     /* The bytes and scales ml_avx512_pf_rows(t) rows ahead, linearly, as
      * many per step as a step reads. Without the scales, each 16-block round of
@@ -128,16 +130,17 @@ ML_INLINE void ml_avx512_rows(float *y, const int8_t *wq, size_t wstride, const 
      * The addresses are integers: past the matrix end they are never C
      * pointers, and prefetches do not fault. */
     uintptr_t pf = (uintptr_t)wq + ml_avx512_pf_rows(t) * wstride;
-    uintptr_t pfd = (uintptr_t)wd + ml_avx512_pf_rows(t) * (size_t)nb * sizeof(float);
+    uintptr_t pfd = (uintptr_t)wd + ml_avx512_pf_rows(t) * (size_t)nb * sb;
     for (int b0 = 0; b0 < nb; b0 += 16) {
         const int n = nb - b0 < 16 ? nb - b0 : 16;
         __m512 sc[16];
-        ml_avx512_scales16(sc, wd, (size_t)nb, nr, b0, n, xd + b0);
+        ml_avx512_scales16(sc, wd, (size_t)nb, nr, b0, n, xd + b0, st);
         int j = 0;
-        for (; j + 4 <= n; j += 4, pf += 16 * (4 * wb), pfd += 4 * 64)
-            acc = ml_avx512_step(acc, wq, wstride, nr, (size_t)(b0 + j), xq, sc + j, 4, (const int8_t *)pf, pfd, t);
+        for (; j + 4 <= n; j += 4, pf += 16 * (4 * wb), pfd += 4 * 16 * sb)
+            acc = ml_avx512_step(acc, wq, wstride, nr, (size_t)(b0 + j), xq, sc + j, 4, (const int8_t *)pf, pfd, t, st);
         if (n - j > 2) {
-            acc = ml_avx512_step(acc, wq, wstride, nr, (size_t)(b0 + j), xq, sc + j, n - j, (const int8_t *)pf, pfd, t);
+            acc = ml_avx512_step(acc, wq, wstride, nr, (size_t)(b0 + j), xq, sc + j, n - j, (const int8_t *)pf, pfd, t,
+                                 st);
         } else {
             for (; j < n; j++) { /* one or two blocks left: one at a time */
                 const size_t b = (size_t)(b0 + j);
@@ -147,7 +150,7 @@ ML_INLINE void ml_avx512_rows(float *y, const int8_t *wq, size_t wstride, const 
                     _mm_prefetch((const char *)(pf + l), _MM_HINT_T0);
                 _mm_prefetch((const char *)pfd, _MM_HINT_T0);
                 pf += 16 * wb;
-                pfd += 64;
+                pfd += 16 * sb;
                 const __m512i s = ml_avx512_dot16(g, xq + b * ML_QK, t);
                 acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(s), sc[j]));
             }
@@ -159,17 +162,19 @@ ML_INLINE void ml_avx512_rows(float *y, const int8_t *wq, size_t wstride, const 
         _mm512_mask_storeu_ps(y, (__mmask16)((1u << nr) - 1u), acc);
 }
 
-ML_INLINE void ml_avx512_matvec(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1, ml_type t) {
+ML_INLINE void ml_avx512_matvec(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1, ml_type t,
+                                ml_type st) {
     const int nb = W->cols / ML_QK;
-    const size_t wb = ml_avx512_wbytes(t);
+    const size_t wb = ml_avx512_wbytes(t), sb = (size_t)ml_scale_bytes(st);
     const size_t wstride = (size_t)nb * wb;
+    const char *wd = (const char *)W->d;
     int r = r0;
     for (; r + 16 <= r1; r += 16)
-        ml_avx512_rows(y + r, W->q + (size_t)r * wstride, wstride, W->d + (size_t)r * (size_t)nb, x->q, x->d, nb, 16,
-                       t);
+        ml_avx512_rows(y + r, W->q + (size_t)r * wstride, wstride, wd + (size_t)r * (size_t)nb * sb, x->q, x->d, nb,
+                       16, t, st);
     if (r < r1)
-        ml_avx512_rows(y + r, W->q + (size_t)r * wstride, wstride, W->d + (size_t)r * (size_t)nb, x->q, x->d, nb,
-                       r1 - r, t);
+        ml_avx512_rows(y + r, W->q + (size_t)r * wstride, wstride, wd + (size_t)r * (size_t)nb * sb, x->q, x->d, nb,
+                       r1 - r, t, st);
 }
 
 #endif

@@ -13,6 +13,10 @@
 #define ML_HAS_MATVEC_Q4_NEON 1
 #define ML_HAS_MATMUL_Q8_NEON 1
 #define ML_HAS_MATMUL_Q4_NEON 1
+#define ML_HAS_MATVEC_Q8_F16_NEON 1
+#define ML_HAS_MATVEC_Q4_F16_NEON 1
+#define ML_HAS_MATMUL_Q8_F16_NEON 1
+#define ML_HAS_MATMUL_Q4_F16_NEON 1
 #define ML_HAS_QUANTIZE_Q8_NEON 1
 
 /* The float kernels: AArch64 only (tools/isas.awk reads this condition too). */

@@ -5,9 +5,17 @@
 #include "kernels/arm/matvec_body.h"
 
 void ml_k_matvec_q8_neon(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
-    ml_arm_matvec(y, W, x, r0, r1, ML_ARM_Q8);
+    ml_arm_matvec(y, W, x, r0, r1, ML_ARM_Q8, ML_TYPE_F32);
+}
+
+void ml_k_matvec_q8_f16_neon(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
+    ml_arm_matvec(y, W, x, r0, r1, ML_ARM_Q8, ML_TYPE_F16);
 }
 
 void ml_k_matvec_q4_neon(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
-    ml_arm_matvec(y, W, x, r0, r1, ML_ARM_Q4);
+    ml_arm_matvec(y, W, x, r0, r1, ML_ARM_Q4, ML_TYPE_F32);
+}
+
+void ml_k_matvec_q4_f16_neon(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
+    ml_arm_matvec(y, W, x, r0, r1, ML_ARM_Q4, ML_TYPE_F16);
 }

@@ -4,3 +4,4 @@
 #include "kernels/matmul_tiles.h"
 
 ML_MATMUL_BY_TILES(scalar)
+ML_MATMUL_F16_BY_TILES(scalar)

@@ -12,6 +12,9 @@
  * (kernels/canon.h rule 5); only the exact int32 sumi may be formed in any
  * order.
  *
+ * With fp16 scales (the _f16 kernels) dw is the scale converted exactly to
+ * fp32 (ml_f16_to_f32), and the formula is unchanged.
+ *
  * Rows go 4 at a time so each activation block is read once for 4 rows; the
  * tail does the same arithmetic one row at a time, so a row's result never
  * depends on how the caller split [r0, r1). */
@@ -28,9 +31,13 @@ static int32_t dot_block_q8(const int8_t *a, const int8_t *b) {
     return s;
 }
 
-void ml_k_matvec_q8_scalar(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
+/* The body of both scale types: st (ML_TYPE_F32 or ML_TYPE_F16) only decides
+ * how W's block scale is read (ml_scale_at: exactly converted), so an fp16
+ * matrix gives the bits of the fp32 matrix holding the converted scales. */
+ML_INLINE void matvec_q8(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1, ml_type st) {
     const int nb = W->cols / ML_QK;
     const size_t cols = (size_t)W->cols;
+    const void *wd = W->d;
     int r = r0;
     for (; r + 4 <= r1; r += 4) {
         float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -40,7 +47,7 @@ void ml_k_matvec_q8_scalar(float *y, const ml_qtensor *W, const ml_qact *x, int 
             for (int i = 0; i < 4; i++) {
                 const size_t row = (size_t)(r + i);
                 int32_t sumi = dot_block_q8(W->q + row * cols + (size_t)b * ML_QK, xq);
-                sum[i] += (float)sumi * (W->d[row * (size_t)nb + (size_t)b] * dx);
+                sum[i] += (float)sumi * (ml_scale_at(wd, row * (size_t)nb + (size_t)b, st) * dx);
             }
         }
         for (int i = 0; i < 4; i++) y[r + i] = sum[i];
@@ -50,10 +57,18 @@ void ml_k_matvec_q8_scalar(float *y, const ml_qtensor *W, const ml_qact *x, int 
         for (int b = 0; b < nb; b++) {
             int32_t sumi = dot_block_q8(W->q + (size_t)r * cols + (size_t)b * ML_QK,
                                         x->q + (size_t)b * ML_QK);
-            sum += (float)sumi * (W->d[(size_t)r * (size_t)nb + (size_t)b] * x->d[b]);
+            sum += (float)sumi * (ml_scale_at(wd, (size_t)r * (size_t)nb + (size_t)b, st) * x->d[b]);
         }
         y[r] = sum;
     }
+}
+
+void ml_k_matvec_q8_scalar(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
+    matvec_q8(y, W, x, r0, r1, ML_TYPE_F32);
+}
+
+void ml_k_matvec_q8_f16_scalar(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
+    matvec_q8(y, W, x, r0, r1, ML_TYPE_F16);
 }
 
 /* ---- Q4_0 weights ------------------------------------------------------- */
@@ -65,9 +80,10 @@ static int32_t dot_block_q4(const uint8_t *p, const int8_t *xq) {
     return dot_block_q8(w, xq);
 }
 
-void ml_k_matvec_q4_scalar(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
+ML_INLINE void matvec_q4(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1, ml_type st) {
     const int nb = W->cols / ML_QK;
     const uint8_t *wq = (const uint8_t *)W->q;
+    const void *wd = W->d;
     int r = r0;
     for (; r + 4 <= r1; r += 4) {
         float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -77,7 +93,7 @@ void ml_k_matvec_q4_scalar(float *y, const ml_qtensor *W, const ml_qact *x, int 
             for (int i = 0; i < 4; i++) {
                 const size_t blk = (size_t)(r + i) * (size_t)nb + (size_t)b;
                 int32_t sumi = dot_block_q4(wq + blk * ML_Q4_BLOCK_BYTES, xq);
-                sum[i] += (float)sumi * (W->d[blk] * dx);
+                sum[i] += (float)sumi * (ml_scale_at(wd, blk, st) * dx);
             }
         }
         for (int i = 0; i < 4; i++) y[r + i] = sum[i];
@@ -87,8 +103,16 @@ void ml_k_matvec_q4_scalar(float *y, const ml_qtensor *W, const ml_qact *x, int 
         for (int b = 0; b < nb; b++) {
             const size_t blk = (size_t)r * (size_t)nb + (size_t)b;
             int32_t sumi = dot_block_q4(wq + blk * ML_Q4_BLOCK_BYTES, x->q + (size_t)b * ML_QK);
-            sum += (float)sumi * (W->d[blk] * x->d[b]);
+            sum += (float)sumi * (ml_scale_at(wd, blk, st) * x->d[b]);
         }
         y[r] = sum;
     }
+}
+
+void ml_k_matvec_q4_scalar(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
+    matvec_q4(y, W, x, r0, r1, ML_TYPE_F32);
+}
+
+void ml_k_matvec_q4_f16_scalar(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
+    matvec_q4(y, W, x, r0, r1, ML_TYPE_F16);
 }

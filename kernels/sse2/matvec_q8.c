@@ -5,5 +5,9 @@
 #include "kernels/x86/matvec_body.h"
 
 void ml_k_matvec_q8_sse2(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
-    ml_x86_matvec(y, W, x, r0, r1, ML_TYPE_Q8_0);
+    ml_x86_matvec(y, W, x, r0, r1, ML_TYPE_Q8_0, ML_TYPE_F32);
+}
+
+void ml_k_matvec_q8_f16_sse2(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
+    ml_x86_matvec(y, W, x, r0, r1, ML_TYPE_Q8_0, ML_TYPE_F16);
 }

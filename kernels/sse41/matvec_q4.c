@@ -5,5 +5,9 @@
 #include "kernels/x86/matvec_body.h"
 
 void ml_k_matvec_q4_sse41(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
-    ml_x86_matvec(y, W, x, r0, r1, ML_TYPE_Q4_0);
+    ml_x86_matvec(y, W, x, r0, r1, ML_TYPE_Q4_0, ML_TYPE_F32);
+}
+
+void ml_k_matvec_q4_f16_sse41(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
+    ml_x86_matvec(y, W, x, r0, r1, ML_TYPE_Q4_0, ML_TYPE_F16);
 }

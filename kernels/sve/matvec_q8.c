@@ -3,5 +3,9 @@
 #include "kernels/sve/sve_matvec.h"
 
 void ml_k_matvec_q8_sve(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
-    ml_sve_matvec(y, W, x, r0, r1, 0);
+    ml_sve_matvec(y, W, x, r0, r1, 0, ML_TYPE_F32);
+}
+
+void ml_k_matvec_q8_f16_sve(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
+    ml_sve_matvec(y, W, x, r0, r1, 0, ML_TYPE_F16);
 }

@@ -58,15 +58,17 @@ ML_INLINE svint8_t ml_sve_q4_hi(svint8_t t) { return svasr_n_s8_x(svptrue_b8(), 
 /* Rows [r, r + svcntw()) under pg x nt tokens (a constant after inlining)
  * from token t0. */
 ML_INLINE void ml_sve_mm_tile(float *Y, size_t ldy, const ml_qtensor *W, const ml_qbatch *X, int r, svbool_t pg,
-                              int t0, int nt, int q4) {
+                              int t0, int nt, int q4, ml_type st) {
     const int nb = W->cols / ML_QK;
     const size_t wbytes = q4 ? ML_Q4_BLOCK_BYTES : ML_Q8_BLOCK_BYTES, wstride = (size_t)nb * wbytes;
     const size_t n = (size_t)X->n;
-    const svuint32_t off = svindex_u32(0, (uint32_t)wstride), doff = svindex_u32(0, (uint32_t)((size_t)nb * 4));
+    const size_t sb = (size_t)ml_scale_bytes(st);
+    const svuint32_t off = svindex_u32(0, (uint32_t)wstride), doff = svindex_u32(0, (uint32_t)((size_t)nb * sb));
     const int8_t *w = W->q + (size_t)r * wstride, *xq = X->q + (size_t)t0 * n;
-    const float *d = W->d + (size_t)r * (size_t)nb, *xd = X->d + (size_t)t0 * (size_t)nb;
+    const char *d = (const char *)W->d + (size_t)r * (size_t)nb * sb;
+    const float *xd = X->d + (size_t)t0 * (size_t)nb;
     svfloat32_t s0 = svdup_n_f32(0.0f), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
-    for (int b = 0; b < nb; b++, w += wbytes, d++, xq += ML_QK, xd++) {
+    for (int b = 0; b < nb; b++, w += wbytes, d += sb, xq += ML_QK, xd++) {
         svint8x4_t wlo, whi;
         if (q4) {
             const svint8_t t0w = ml_sve_q4_t(pg, w, off, 0), t1w = ml_sve_q4_t(pg, w, off, 1);
@@ -79,7 +81,7 @@ ML_INLINE void ml_sve_mm_tile(float *Y, size_t ldy, const ml_qtensor *W, const m
             whi = svcreate4_s8(ml_sve_mm_word(pg, w, off, 4), ml_sve_mm_word(pg, w, off, 5), ml_sve_mm_word(pg, w, off, 6),
                                ml_sve_mm_word(pg, w, off, 7));
         }
-        const svfloat32_t dw = svld1_gather_u32offset_f32(pg, d, doff);
+        const svfloat32_t dw = ml_sve_ld_scales(pg, d, doff, st);
 #define ML_SVE_MM_TOK(i) \
     if (nt > i) s##i = ml_sve_mm_tok(s##i, pg, wlo, whi, xq + (size_t)(i) * n, xd + (size_t)(i) * (size_t)nb, dw)
         ML_SVE_MM_TOK(0);
@@ -106,16 +108,17 @@ ML_INLINE void ml_sve_mm_tile(float *Y, size_t ldy, const ml_qtensor *W, const m
 #undef ML_SVE_MM_STORE
 }
 
-ML_INLINE void ml_sve_matmul(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1, int q4) {
+ML_INLINE void ml_sve_matmul(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1, int q4,
+                             ml_type st) {
     const int rt = (int)svcntw();
     for (int r = r0; r < r1; r += rt) {
         const svbool_t pg = svwhilelt_b32(r, r1);
         int t = 0;
         for (; t + ML_SVE_MM_TOKENS <= X->n_tok; t += ML_SVE_MM_TOKENS)
-            ml_sve_mm_tile(Y, (size_t)ldy, W, X, r, pg, t, ML_SVE_MM_TOKENS, q4);
-        for (; t + 4 <= X->n_tok; t += 4) ml_sve_mm_tile(Y, (size_t)ldy, W, X, r, pg, t, 4, q4);
-        for (; t + 2 <= X->n_tok; t += 2) ml_sve_mm_tile(Y, (size_t)ldy, W, X, r, pg, t, 2, q4);
-        for (; t < X->n_tok; t++) ml_sve_mm_tile(Y, (size_t)ldy, W, X, r, pg, t, 1, q4);
+            ml_sve_mm_tile(Y, (size_t)ldy, W, X, r, pg, t, ML_SVE_MM_TOKENS, q4, st);
+        for (; t + 4 <= X->n_tok; t += 4) ml_sve_mm_tile(Y, (size_t)ldy, W, X, r, pg, t, 4, q4, st);
+        for (; t + 2 <= X->n_tok; t += 2) ml_sve_mm_tile(Y, (size_t)ldy, W, X, r, pg, t, 2, q4, st);
+        for (; t < X->n_tok; t++) ml_sve_mm_tile(Y, (size_t)ldy, W, X, r, pg, t, 1, q4, st);
     }
 }
 

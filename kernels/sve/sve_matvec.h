@@ -96,17 +96,26 @@ ML_INLINE svint32_t ml_sve_q4_corr(svint8_t xlo, svint8_t xhi) {
     return svdup_n_s32((int32_t)svaddv_s32(svptrue_pat_b32(SV_VL4), c));
 }
 
+/* The tile's block scales of type st (ML_TYPE_F32, or ML_TYPE_F16: each
+ * half zero-extended into its 32-bit lane, then fcvt, which converts the
+ * bottom half of each lane exactly; SVE is IEEE), lane i's at d + doff[i]. */
+ML_INLINE svfloat32_t ml_sve_ld_scales(svbool_t pg, const char *d, svuint32_t doff, ml_type st) {
+    if (st == ML_TYPE_F16)
+        return svcvt_f32_f16_x(pg, svreinterpret_f16_u32(svld1uh_gather_u32offset_u32(pg, (const uint16_t *)(const void *)d, doff)));
+    return svld1_gather_u32offset_f32(pg, (const float *)(const void *)d, doff);
+}
+
 /* One tile's step for one block: the exact block sums, then the float
  * update sum += (float)sumi * (dw * dx) lane by lane. Per call: off, the
  * lanes' byte offsets into the weights; doff, into the scales (one per tile,
  * so all tiles share the pointer d); mask for Q4. Per block: the activations
  * xlo, xhi, init (0, or the Q4 offset term) and dx. */
-ML_INLINE svfloat32_t ml_sve_step(svfloat32_t sum, svbool_t pg, const int8_t *w, const float *d, svuint32_t doff,
+ML_INLINE svfloat32_t ml_sve_step(svfloat32_t sum, svbool_t pg, const int8_t *w, const char *d, svuint32_t doff,
                                   svuint32_t off, svuint8_t mask, svint8_t xlo, svint8_t xhi, svint32_t init,
-                                  svfloat32_t dx, int q4) {
+                                  svfloat32_t dx, int q4, ml_type st) {
     const svint32_t sumi =
         q4 ? ml_sve_dot_q4(pg, w, off, xlo, xhi, init, mask) : ml_sve_dot_q8(pg, w, off, xlo, xhi, init);
-    const svfloat32_t s = svmul_f32_x(pg, svld1_gather_u32offset_f32(pg, d, doff), dx);
+    const svfloat32_t s = svmul_f32_x(pg, ml_sve_ld_scales(pg, d, doff, st), dx);
     return svadd_f32_x(pg, sum, svmul_f32_x(pg, svcvt_f32_s32_x(pg, sumi), s));
 }
 
@@ -116,30 +125,33 @@ static volatile const uint8_t ml_sve_nibble_mask = 0x0F;
 
 /* nt tiles (ML_SVE_TILES or 1, a constant after inlining) of rows from r:
  * pg0 is the first tile's predicate; a group's other tiles are full. */
-ML_INLINE void ml_sve_rows(float *y, const ml_qtensor *W, const ml_qact *x, int r, svbool_t pg0, int nt, int q4) {
+ML_INLINE void ml_sve_rows(float *y, const ml_qtensor *W, const ml_qact *x, int r, svbool_t pg0, int nt, int q4,
+                           ml_type st) {
     const int nb = W->cols / ML_QK;
     const size_t wbytes = q4 ? ML_Q4_BLOCK_BYTES : ML_Q8_BLOCK_BYTES, wstride = (size_t)nb * wbytes;
     const size_t rt = svcntw(); /* rows per tile */
     /* lane i: row i of the tile, in bytes from row 0 (fits: at most 63 rows
      * of at most 2^18 bytes) */
     const svuint32_t off = svindex_u32(0, (uint32_t)wstride);
-    const uint32_t dstride = (uint32_t)((size_t)nb * sizeof(float)), dtile = (uint32_t)rt * dstride;
+    const size_t sb = (size_t)ml_scale_bytes(st);
+    const uint32_t dstride = (uint32_t)((size_t)nb * sb), dtile = (uint32_t)rt * dstride;
     const svuint32_t doff0 = svindex_u32(0, dstride), doff1 = svindex_u32(dtile, dstride);
     const svuint32_t doff2 = svindex_u32(2 * dtile, dstride), doff3 = svindex_u32(3 * dtile, dstride);
     const svuint8_t mask = svdup_n_u8(q4 ? ml_sve_nibble_mask : 0);
     const svbool_t all = svptrue_b32();
     const int8_t *w = W->q + (size_t)r * wstride, *xq = x->q;
-    const float *d = W->d + (size_t)r * (size_t)nb, *xd = x->d;
+    const char *d = (const char *)W->d + (size_t)r * (size_t)nb * sb;
+    const float *xd = x->d;
     svfloat32_t s0 = svdup_n_f32(0.0f), s1 = s0, s2 = s0, s3 = s0;
-    for (int b = 0; b < nb; b++, w += wbytes, d++, xq += ML_QK, xd++) {
+    for (int b = 0; b < nb; b++, w += wbytes, d += sb, xq += ML_QK, xd++) {
         const svint8_t xlo = svld1rq_s8(svptrue_b8(), xq), xhi = svld1rq_s8(svptrue_b8(), xq + 16);
         const svint32_t init = q4 ? ml_sve_q4_corr(xlo, xhi) : svdup_n_s32(0);
         const svfloat32_t dx = svdup_n_f32(*xd);
-        s0 = ml_sve_step(s0, pg0, w, d, doff0, off, mask, xlo, xhi, init, dx, q4);
+        s0 = ml_sve_step(s0, pg0, w, d, doff0, off, mask, xlo, xhi, init, dx, q4, st);
         if (nt > 1) {
-            s1 = ml_sve_step(s1, all, w + rt * wstride, d, doff1, off, mask, xlo, xhi, init, dx, q4);
-            s2 = ml_sve_step(s2, all, w + 2 * rt * wstride, d, doff2, off, mask, xlo, xhi, init, dx, q4);
-            s3 = ml_sve_step(s3, all, w + 3 * rt * wstride, d, doff3, off, mask, xlo, xhi, init, dx, q4);
+            s1 = ml_sve_step(s1, all, w + rt * wstride, d, doff1, off, mask, xlo, xhi, init, dx, q4, st);
+            s2 = ml_sve_step(s2, all, w + 2 * rt * wstride, d, doff2, off, mask, xlo, xhi, init, dx, q4, st);
+            s3 = ml_sve_step(s3, all, w + 3 * rt * wstride, d, doff3, off, mask, xlo, xhi, init, dx, q4, st);
         }
     }
     svst1_f32(pg0, y + r, s0);
@@ -150,12 +162,12 @@ ML_INLINE void ml_sve_rows(float *y, const ml_qtensor *W, const ml_qact *x, int 
     }
 }
 
-ML_INLINE void ml_sve_matvec(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1, int q4) {
+ML_INLINE void ml_sve_matvec(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1, int q4, ml_type st) {
     const int rt = (int)svcntw();
     int r = r0;
     for (; r + ML_SVE_TILES * rt <= r1; r += ML_SVE_TILES * rt)
-        ml_sve_rows(y, W, x, r, svptrue_b32(), ML_SVE_TILES, q4);
-    for (; r < r1; r += rt) ml_sve_rows(y, W, x, r, svwhilelt_b32(r, r1), 1, q4);
+        ml_sve_rows(y, W, x, r, svptrue_b32(), ML_SVE_TILES, q4, st);
+    for (; r < r1; r += rt) ml_sve_rows(y, W, x, r, svwhilelt_b32(r, r1), 1, q4, st);
 }
 
 #endif

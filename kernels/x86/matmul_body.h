@@ -28,8 +28,8 @@
 /* Rows [r, r + nr) x tokens [t, t + nt) of the batch; nr (4 or 1) and nt
  * (ML_X86_MM_TOK or 1) are constants after inlining. Rows past nr repeat
  * row 0, as in the matvec; their lanes are ignored. */
-ML_INLINE void ml_x86_mm_tile(float *Y, size_t ldy, const int8_t *wq, size_t wstride, const float *wd,
-                              const ml_qbatch *X, int t, int nb, int nr, int nt, ml_type wt) {
+ML_INLINE void ml_x86_mm_tile(float *Y, size_t ldy, const int8_t *wq, size_t wstride, const void *wd,
+                              const ml_qbatch *X, int t, int nb, int nr, int nt, ml_type wt, ml_type st) {
     const size_t ws = nr == 4 ? wstride : 0, ds = nr == 4 ? (size_t)nb : 0, wb = ml_x86_wbytes(wt);
     const size_t xn = (size_t)X->n, xnb = (size_t)nb;
     const int8_t *xq = X->q + (size_t)t * xn;
@@ -39,7 +39,7 @@ ML_INLINE void ml_x86_mm_tile(float *Y, size_t ldy, const int8_t *wq, size_t wst
     int b = 0;
     for (; b + 4 <= nb; b += 4) { /* groups of 4 blocks */
         __m128 dw[4];
-        ml_x86_wscales4(dw, wd + b, ds);
+        ml_x86_wscales4(dw, ml_x86_sptr(wd, (size_t)b, st), ds, st);
         ML_UNROLL for (int k = 0; k < 4 / ML_X86_STEP; k++) { /* steps of ML_X86_STEP blocks */
             const int bk = b + k * ML_X86_STEP;
             ml_x86_w wp[4];
@@ -57,8 +57,8 @@ ML_INLINE void ml_x86_mm_tile(float *Y, size_t ldy, const int8_t *wq, size_t wst
     }
     for (; b < nb; b++) /* the last nb % 4 blocks, one at a time */
         ML_UNROLL for (int j = 0; j < nt; j++)
-            acc[j] = ml_x86_block1(acc[j], wq + (size_t)b * wb, ws, wd + b, ds, xq + (size_t)j * xn + (size_t)b * ML_QK,
-                                   xd + (size_t)j * xnb + b, wt);
+            acc[j] = ml_x86_block1(acc[j], wq + (size_t)b * wb, ws, ml_x86_sptr(wd, (size_t)b, st), ds,
+                                   xq + (size_t)j * xn + (size_t)b * ML_QK, xd + (size_t)j * xnb + b, wt, st);
     ML_UNROLL for (int j = 0; j < nt; j++) {
         if (nr == 4)
             _mm_storeu_ps(Y + (size_t)j * ldy, acc[j]);
@@ -68,24 +68,26 @@ ML_INLINE void ml_x86_mm_tile(float *Y, size_t ldy, const int8_t *wq, size_t wst
 }
 
 /* nr rows starting at row r, for every token of the batch */
-ML_INLINE void ml_x86_mm_rows(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r, int nr, ml_type wt) {
+ML_INLINE void ml_x86_mm_rows(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r, int nr, ml_type wt,
+                              ml_type st) {
     const int nb = W->cols / ML_QK;
     const size_t wstride = (size_t)nb * ml_x86_wbytes(wt);
     const int8_t *wq = W->q + (size_t)r * wstride;
-    const float *wd = W->d + (size_t)r * (size_t)nb;
+    const void *wd = ml_x86_sptr(W->d, (size_t)r * (size_t)nb, st);
     int t = 0;
     for (; t + ML_X86_MM_TOK <= X->n_tok; t += ML_X86_MM_TOK)
         ml_x86_mm_tile(Y + (size_t)t * (size_t)ldy + (size_t)r, (size_t)ldy, wq, wstride, wd, X, t, nb, nr,
-                       ML_X86_MM_TOK, wt);
+                       ML_X86_MM_TOK, wt, st);
     for (; t < X->n_tok; t++)
-        ml_x86_mm_tile(Y + (size_t)t * (size_t)ldy + (size_t)r, (size_t)ldy, wq, wstride, wd, X, t, nb, nr, 1, wt);
+        ml_x86_mm_tile(Y + (size_t)t * (size_t)ldy + (size_t)r, (size_t)ldy, wq, wstride, wd, X, t, nb, nr, 1, wt, st);
 }
 
-/* Y = W X for weights of type wt, rows [r0, r1) */
-ML_INLINE void ml_x86_matmul(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1, ml_type wt) {
+/* Y = W X for weights of type wt with scales of type st, rows [r0, r1) */
+ML_INLINE void ml_x86_matmul(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1, ml_type wt,
+                             ml_type st) {
     int r = r0;
-    for (; r + 4 <= r1; r += 4) ml_x86_mm_rows(Y, ldy, W, X, r, 4, wt);
-    for (; r < r1; r++) ml_x86_mm_rows(Y, ldy, W, X, r, 1, wt);
+    for (; r + 4 <= r1; r += 4) ml_x86_mm_rows(Y, ldy, W, X, r, 4, wt, st);
+    for (; r < r1; r++) ml_x86_mm_rows(Y, ldy, W, X, r, 1, wt, st);
 }
 
 #endif

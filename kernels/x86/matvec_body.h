@@ -19,6 +19,11 @@
  *                               0..3] (__m128i)
  *   ml_x86_madd(acc, sums, s)   acc + (float)sumi * s[j], block j of the
  *                               step after block j - 1 (lanes = rows)
+ *   ml_x86_ld4s(d, st)          4 consecutive block scales of one row as
+ *                               floats, st their type (ML_TYPE_F32, or
+ *                               ML_TYPE_F16: converted exactly, F16C on
+ *                               avx2 and avxvnni, integer code on sse2 and
+ *                               sse41; a constant after inlining)
  * and, for the matmul body (kernels/x86/matmul_body.h): ml_x86_mx,
  * ml_x86_mxprep (a step's activations as the matmul wants them), ml_x86_w,
  * ml_x86_wprep (a row's step of weights, prepared once for a tile of
@@ -68,15 +73,25 @@ ML_INLINE void ml_x86_prefetch(const int8_t *p, size_t ahead) {
     _mm_prefetch((const char *)((uintptr_t)p + ahead), _MM_HINT_T0);
 }
 
-/* [d0[0] d1[0] d2[0] d3[0]] * dx: one block's scales for 4 rows */
-ML_INLINE __m128 ml_x86_scales1(const float *d, size_t nb, const float *xd) {
-    return _mm_mul_ps(_mm_setr_ps(d[0], d[nb], d[2 * nb], d[3 * nb]), _mm_set1_ps(xd[0]));
+/* Scale i of the array d of scales of type st (the weight scales are void
+ * pointers: fp32 or fp16 by the kernel's st, a constant after inlining). */
+ML_INLINE const void *ml_x86_sptr(const void *d, size_t i, ml_type st) {
+    return (const char *)d + i * (size_t)ml_scale_bytes(st);
+}
+
+/* [d0[0] d1[0] d2[0] d3[0]] * dx: one block's scales for 4 rows (the
+ * tail's: fp16 by the scalar conversion, the same bits) */
+ML_INLINE __m128 ml_x86_scales1(const void *d, size_t nb, const float *xd, ml_type st) {
+    return _mm_mul_ps(_mm_setr_ps(ml_scale_at(d, 0, st), ml_scale_at(d, nb, st), ml_scale_at(d, 2 * nb, st),
+                                  ml_scale_at(d, 3 * nb, st)),
+                      _mm_set1_ps(xd[0]));
 }
 
 /* w[j] = [block j: dw rows 0..3] for 4 blocks: one 4x4 transpose of the
  * rows' scale vectors (2 shuffles per block instead of 3 inserts). */
-ML_INLINE void ml_x86_wscales4(__m128 *w, const float *d, size_t nb) {
-    __m128 r0 = _mm_loadu_ps(d), r1 = _mm_loadu_ps(d + nb), r2 = _mm_loadu_ps(d + 2 * nb), r3 = _mm_loadu_ps(d + 3 * nb);
+ML_INLINE void ml_x86_wscales4(__m128 *w, const void *d, size_t nb, ml_type st) {
+    __m128 r0 = ml_x86_ld4s(d, st), r1 = ml_x86_ld4s(ml_x86_sptr(d, nb, st), st);
+    __m128 r2 = ml_x86_ld4s(ml_x86_sptr(d, 2 * nb, st), st), r3 = ml_x86_ld4s(ml_x86_sptr(d, 3 * nb, st), st);
     _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
     w[0] = r0, w[1] = r1, w[2] = r2, w[3] = r3;
 }
@@ -88,30 +103,30 @@ ML_INLINE void ml_x86_xscales(__m128 *s, const __m128 *w, const float *xd, int n
 
 /* acc + one block of 4 rows (w, d: row 0's block and scale; rows ws bytes
  * and ds scales apart), lanes = rows: the tail of nb % 4 blocks */
-ML_INLINE __m128 ml_x86_block1(__m128 acc, const int8_t *w, size_t ws, const float *d, size_t ds, const int8_t *xq,
-                               const float *xd, ml_type t) {
+ML_INLINE __m128 ml_x86_block1(__m128 acc, const int8_t *w, size_t ws, const void *d, size_t ds, const int8_t *xq,
+                               const float *xd, ml_type t, ml_type st) {
     ml_x86_x1 x1;
     ml_x86_xprep1(&x1, xq, t);
     ml_x86_vi v1[4];
     ML_UNROLL for (int i = 0; i < 4; i++) v1[i] = ml_x86_dot1(w + (size_t)i * ws, &x1, t);
-    return _mm_add_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(ml_x86_reduce4(v1)), ml_x86_scales1(d, ds, xd)));
+    return _mm_add_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(ml_x86_reduce4(v1)), ml_x86_scales1(d, ds, xd, st)));
 }
 
 /* nr (4 or 1, a constant after inlining) consecutive rows starting at y. */
-ML_INLINE void ml_x86_rows(float *y, const int8_t *wq, size_t wstride, const float *wd, const int8_t *xq,
-                           const float *xd, int nb, int nr, ml_type t) {
+ML_INLINE void ml_x86_rows(float *y, const int8_t *wq, size_t wstride, const void *wd, const int8_t *xq,
+                           const float *xd, int nb, int nr, ml_type t, ml_type st) {
     /* rows past nr repeat row 0: their lanes are computed and ignored */
     const size_t ws = nr == 4 ? wstride : 0, ds = nr == 4 ? (size_t)nb : 0, wb = ml_x86_wbytes(t);
-    const size_t pf = ML_X86_PF_ROWS * wstride, pfd = ML_X86_PF_ROWS * (size_t)nb * sizeof(float);
+    const size_t pf = ML_X86_PF_ROWS * wstride, pfd = ML_X86_PF_ROWS * (size_t)nb * (size_t)ml_scale_bytes(st);
     __m128 acc = _mm_setzero_ps();
     int b = 0;
     for (; b + 4 <= nb; b += 4) { /* groups of 4 blocks */
         __m128 w[4], s[4];
-        ml_x86_wscales4(w, wd + b, ds);
+        ml_x86_wscales4(w, ml_x86_sptr(wd, (size_t)b, st), ds, st);
         ml_x86_xscales(s, w, xd + b, 4);
         ML_UNROLL for (int i = 0; i < 4; i++) {
             ML_UNROLL for (size_t l = 0; l < 4 * wb; l += 64) ml_x86_prefetch(wq + (size_t)i * ws + (size_t)b * wb + l, pf);
-            if ((b & 15) == 0) ml_x86_prefetch((const int8_t *)(wd + (size_t)i * ds + (size_t)b), pfd);
+            if ((b & 15) == 0) ml_x86_prefetch((const int8_t *)ml_x86_sptr(wd, (size_t)i * ds + (size_t)b, st), pfd);
         }
         ML_UNROLL for (int k = 0; k < 4 / ML_X86_STEP; k++) { /* steps of ML_X86_STEP blocks */
             const int bk = b + k * ML_X86_STEP;
@@ -124,7 +139,8 @@ ML_INLINE void ml_x86_rows(float *y, const int8_t *wq, size_t wstride, const flo
     }
     for (; b < nb; b++) { /* the last nb % 4 blocks, one at a time */
         ML_UNROLL for (int i = 0; i < 4; i++) ml_x86_prefetch(wq + (size_t)i * ws + (size_t)b * wb, pf);
-        acc = ml_x86_block1(acc, wq + (size_t)b * wb, ws, wd + b, ds, xq + (size_t)b * ML_QK, xd + b, t);
+        acc = ml_x86_block1(acc, wq + (size_t)b * wb, ws, ml_x86_sptr(wd, (size_t)b, st), ds, xq + (size_t)b * ML_QK,
+                            xd + b, t, st);
     }
     if (nr == 4)
         _mm_storeu_ps(y, acc);
@@ -132,15 +148,17 @@ ML_INLINE void ml_x86_rows(float *y, const int8_t *wq, size_t wstride, const flo
         y[0] = _mm_cvtss_f32(acc);
 }
 
-/* y[r0..r1) = W x for weights of type t */
-ML_INLINE void ml_x86_matvec(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1, ml_type t) {
+/* y[r0..r1) = W x for weights of type t with scales of type st */
+ML_INLINE void ml_x86_matvec(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1, ml_type t, ml_type st) {
     const int nb = W->cols / ML_QK;
     const size_t wstride = (size_t)nb * ml_x86_wbytes(t);
     int r = r0;
     for (; r + 4 <= r1; r += 4)
-        ml_x86_rows(y + r, W->q + (size_t)r * wstride, wstride, W->d + (size_t)r * (size_t)nb, x->q, x->d, nb, 4, t);
+        ml_x86_rows(y + r, W->q + (size_t)r * wstride, wstride, ml_x86_sptr(W->d, (size_t)r * (size_t)nb, st), x->q,
+                    x->d, nb, 4, t, st);
     for (; r < r1; r++)
-        ml_x86_rows(y + r, W->q + (size_t)r * wstride, wstride, W->d + (size_t)r * (size_t)nb, x->q, x->d, nb, 1, t);
+        ml_x86_rows(y + r, W->q + (size_t)r * wstride, wstride, ml_x86_sptr(W->d, (size_t)r * (size_t)nb, st), x->q,
+                    x->d, nb, 1, t, st);
 }
 
 #endif

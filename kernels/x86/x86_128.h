@@ -47,4 +47,25 @@ ML_INLINE __m128 ml_x86_madd(__m128 acc, __m128i sumi, const __m128 *s) {
     return _mm_add_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(sumi), s[0]));
 }
 
+/* 4 consecutive block scales as floats. fp16 without F16C, exactly: per
+ * 32-bit lane, a normal half is its bits moved to fp32's places (<< 13)
+ * with the exponent rebiased (+112 << 23); inf and NaN get fp32's all-ones
+ * exponent (NaN made quiet, as F16C does); a subnormal half is m * 2^-24,
+ * its 10-bit m converted and scaled by a power of two (both exact, and the
+ * result is a normal float); then the sign. */
+ML_INLINE __m128 ml_x86_ld4s(const void *d, ml_type st) {
+    if (st == ML_TYPE_F32) return _mm_loadu_ps((const float *)d);
+    const __m128i h = _mm_unpacklo_epi16(_mm_loadl_epi64((const __m128i *)d), _mm_setzero_si128());
+    const __m128i em = _mm_and_si128(h, _mm_set1_epi32(0x7FFF));
+    const __m128i sign = _mm_slli_epi32(_mm_xor_si128(h, em), 16);
+    const __m128i infnan = _mm_and_si128(_mm_cmpgt_epi32(em, _mm_set1_epi32(0x7BFF)), _mm_set1_epi32(0x7F800000));
+    const __m128i quiet = _mm_and_si128(_mm_cmpgt_epi32(em, _mm_set1_epi32(0x7C00)), _mm_set1_epi32(0x00400000));
+    const __m128i normal = _mm_or_si128(_mm_add_epi32(_mm_slli_epi32(em, 13), _mm_set1_epi32(112 << 23)),
+                                        _mm_or_si128(infnan, quiet));
+    const __m128i sub = _mm_cmplt_epi32(em, _mm_set1_epi32(0x0400));
+    const __m128i fsub = _mm_castps_si128(_mm_mul_ps(_mm_cvtepi32_ps(em), _mm_set1_ps(0x1p-24f)));
+    const __m128i bits = _mm_or_si128(_mm_and_si128(sub, fsub), _mm_andnot_si128(sub, normal));
+    return _mm_castsi128_ps(_mm_or_si128(bits, sign));
+}
+
 #endif
