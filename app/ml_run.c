@@ -212,6 +212,8 @@ int ml_main(int argc, char **argv) {
     ml_run_opts o;
     int rc = parse_args(argc, argv, &o);
     if (rc != ML_CLI_RUN) return rc;
+    char gguf_mlb[4096]; /* -m X.gguf: its cached .mlb */
+    if (!(o.model = ml_cli_model_path("ml_run", o.model, gguf_mlb, sizeof gguf_mlb))) return ML_EXIT_FAIL;
     char *prompt_text = NULL; /* -f: the file's text, read before the model loads */
     if (o.prompt_file) {
         char msg[512];
