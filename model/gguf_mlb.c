@@ -11,6 +11,7 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -529,6 +530,9 @@ static ml_status write_body(conv *c, FILE *f, ml_err *err) {
         if ((uint64_t)a.rows * a.cols > max_n) max_n = (uint64_t)a.rows * a.cols;
         if (a.cols > max_cols) max_cols = a.cols;
     }
+    if (max_n > SIZE_MAX / 8 - 64) /* a 32-bit build and a matrix it cannot hold */
+        return ml_errf(err, ML_E_NOMEM, "%s: a matrix of %llu elements is too large for this build", c->path,
+                       (unsigned long long)max_n);
     unsigned char *q = malloc((size_t)max_n + 64);
     float *d = malloc((size_t)(max_n / ML_QK + 1) * sizeof *d), *row = malloc((size_t)(max_cols + 1) * sizeof *row);
     ml_status s = ML_OK;
