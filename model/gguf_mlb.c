@@ -42,6 +42,8 @@ static const char *const CONVERT_HINT = "; tools/convert.py converts it (python3
 typedef struct {
     ml_gguf g;
     const char *path;
+    char arch[8];         /* "llama", "qwen2", "qwen3" */
+    int neox;             /* qwen2/qwen3: q/k rotate halves, permuted into pairs */
     ml_mlb_header h;
     uint32_t gguf_hidden; /* hidden_dim as the file has it */
     unsigned char *tok;   /* the embedded tokenizer.bin (tok_n bytes) */
@@ -49,14 +51,23 @@ typedef struct {
     ml_gguf_str tmpl;     /* the chat template */
 } conv;
 
+/* key, or for ".x" the architecture's own key "<arch>.x" (in buf). */
+static const char *arch_key(const conv *c, const char *key, char *buf, size_t cap) {
+    if (key[0] != '.') return key;
+    snprintf(buf, cap, "%s%s", c->arch, key);
+    return buf;
+}
+
 static ml_status cfg_int(conv *c, const char *key, int required, int64_t dflt, int64_t *v, ml_err *err) {
-    ml_status s = ml_gguf_int(&c->g, key, required, dflt, v, err);
+    char kb[96];
+    ml_status s = ml_gguf_int(&c->g, arch_key(c, key, kb, sizeof kb), required, dflt, v, err);
     if (s) return ml_errf(err, s, "%s: %s", c->path, err ? err->msg : "");
     return ML_OK;
 }
 
 static ml_status cfg_num(conv *c, const char *key, int required, double dflt, double *v, ml_err *err) {
-    ml_status s = ml_gguf_num(&c->g, key, required, dflt, v, err);
+    char kb[96];
+    ml_status s = ml_gguf_num(&c->g, arch_key(c, key, kb, sizeof kb), required, dflt, v, err);
     if (s) return ml_errf(err, s, "%s: %s", c->path, err ? err->msg : "");
     return ML_OK;
 }
@@ -67,51 +78,59 @@ static ml_status read_config(conv *c, ml_err *err) {
     ml_status s;
     if ((s = ml_gguf_string(&c->g, "general.architecture", 1, NULL, &arch, err)))
         return ml_errf(err, s, "%s: %s", c->path, err ? err->msg : "");
-    if (!ml_gguf_str_is(arch, "llama"))
-        return ml_errf(err, ML_E_FORMAT, "%s: architecture '%.*s' is not supported by the C converter (only 'llama')%s",
-                       c->path, (int)(arch.len > 64 ? 64 : arch.len), arch.s, CONVERT_HINT);
+    static const char *const archs[] = {"llama", "qwen2", "qwen3"};
+    int ai = -1;
+    for (int i = 0; i < 3; i++)
+        if (ml_gguf_str_is(arch, archs[i])) ai = i;
+    if (ai < 0)
+        return ml_errf(err, ML_E_FORMAT, "%s: architecture '%.*s' is not supported by the C converter (only 'llama', "
+                       "'qwen2', 'qwen3')%s", c->path, (int)(arch.len > 64 ? 64 : arch.len), arch.s, CONVERT_HINT);
+    snprintf(c->arch, sizeof c->arch, "%s", archs[ai]);
+    c->neox = ai > 0;
     static const struct { const char *key, *name; uint32_t lo, hi; } ints[] = {
-        {"llama.embedding_length", "dim", 1, MAX_DIM},        {"llama.feed_forward_length", "hidden_dim", 1, 4 * MAX_DIM},
-        {"llama.block_count", "n_layers", 1, MAX_LAYERS},     {"llama.attention.head_count", "n_heads", 1, MAX_DIM},
-        {"llama.context_length", "max_seq", 1, MAX_SEQ},
+        {".embedding_length", "dim", 1, MAX_DIM},        {".feed_forward_length", "hidden_dim", 1, 4 * MAX_DIM},
+        {".block_count", "n_layers", 1, MAX_LAYERS},     {".attention.head_count", "n_heads", 1, MAX_DIM},
+        {".context_length", "max_seq", 1, MAX_SEQ},
     };
     int64_t v[5];
     for (int i = 0; i < 5; i++) {
         if ((s = cfg_int(c, ints[i].key, 1, 0, &v[i], err))) return s;
         if (v[i] < ints[i].lo || v[i] > ints[i].hi)
-            return ml_errf(err, ML_E_FORMAT, "%s: %s = %lld: the runtime's %s is %u..%u", c->path, ints[i].key,
+            return ml_errf(err, ML_E_FORMAT, "%s: %s%s = %lld: the runtime's %s is %u..%u", c->path, c->arch, ints[i].key,
                            (long long)v[i], ints[i].name, ints[i].lo, ints[i].hi);
     }
     int64_t kv, hd, rot, vl, experts;
-    if ((s = cfg_int(c, "llama.attention.head_count_kv", 0, v[3], &kv, err))) return s;
+    if ((s = cfg_int(c, ".attention.head_count_kv", 0, v[3], &kv, err))) return s;
     if (kv < 1 || kv > v[3])
-        return ml_errf(err, ML_E_FORMAT, "%s: llama.attention.head_count_kv = %lld: the runtime's n_kv_heads is 1..%lld",
-                       c->path, (long long)kv, (long long)v[3]);
+        return ml_errf(err, ML_E_FORMAT, "%s: %s.attention.head_count_kv = %lld: the runtime's n_kv_heads is 1..%lld",
+                       c->path, c->arch, (long long)kv, (long long)v[3]);
     if (v[3] > v[0])
-        return ml_errf(err, ML_E_FORMAT, "%s: llama.attention.head_count = %lld: the runtime's n_heads is 1..%lld",
-                       c->path, (long long)v[3], (long long)v[0]);
+        return ml_errf(err, ML_E_FORMAT, "%s: %s.attention.head_count = %lld: the runtime's n_heads is 1..%lld",
+                       c->path, c->arch, (long long)v[3], (long long)v[0]);
     double theta, eps, factor;
-    if ((s = cfg_num(c, "llama.rope.freq_base", 0, 10000.0, &theta, err)) ||
-        (s = cfg_num(c, "llama.attention.layer_norm_rms_epsilon", 1, 0, &eps, err)) ||
-        (s = cfg_int(c, "llama.attention.key_length", 0, v[0] / v[3], &hd, err)) ||
-        (s = cfg_int(c, "llama.expert_count", 0, 0, &experts, err)))
+    if ((s = cfg_num(c, ".rope.freq_base", 0, 10000.0, &theta, err)) ||
+        (s = cfg_num(c, ".attention.layer_norm_rms_epsilon", 1, 0, &eps, err)) ||
+        (s = cfg_int(c, ".attention.key_length", 0, v[0] / v[3], &hd, err)) ||
+        (s = cfg_int(c, ".expert_count", 0, 0, &experts, err)))
         return s;
-    if ((s = cfg_int(c, "llama.rope.dimension_count", 0, hd, &rot, err)) ||
-        (s = cfg_int(c, "llama.attention.value_length", 0, hd, &vl, err)) ||
-        (s = cfg_num(c, "llama.rope.scaling.factor", 0, 1.0, &factor, err)))
+    if ((s = cfg_int(c, ".rope.dimension_count", 0, hd, &rot, err)) ||
+        (s = cfg_int(c, ".attention.value_length", 0, hd, &vl, err)) ||
+        (s = cfg_num(c, ".rope.scaling.factor", 0, 1.0, &factor, err)))
         return s;
     ml_gguf_str scaling;
-    if ((s = ml_gguf_string(&c->g, "llama.rope.scaling.type", 0, "none", &scaling, err)))
+    char kb[96];
+    if ((s = ml_gguf_string(&c->g, arch_key(c, ".rope.scaling.type", kb, sizeof kb), 0, "none", &scaling, err)))
         return ml_errf(err, s, "%s: %s", c->path, err ? err->msg : "");
     const char *bad = NULL;
-    if (ml_gguf_find(&c->g, "llama.attention.sliding_window")) bad = "llama.attention.sliding_window (sliding-window attention)";
-    else if (experts > 0) bad = "llama.expert_count (mixture of experts)";
-    else if (rot != hd) bad = "llama.rope.dimension_count (a partial rotary dimension)";
+    if (ml_gguf_find(&c->g, arch_key(c, ".attention.sliding_window", kb, sizeof kb)))
+        bad = "attention.sliding_window (sliding-window attention)";
+    else if (experts > 0) bad = "expert_count (mixture of experts)";
+    else if (rot != hd) bad = "rope.dimension_count (a partial rotary dimension)";
     else if (!(ml_gguf_str_is(scaling, "none") && (factor == 0.0 || factor == 1.0)) && !ml_gguf_str_is(scaling, "llama3"))
         bad = "rope scaling (plain RoPE and Llama 3's only)";
-    else if (vl != hd) bad = "llama.attention.value_length (differs from the key length)";
-    else if (hd <= 0 || hd % 2) bad = "llama.attention.key_length (RoPE rotates pairs)";
-    if (bad) return ml_errf(err, ML_E_FORMAT, "%s: unsupported: %s", c->path, bad);
+    else if (vl != hd) bad = "attention.value_length (differs from the key length)";
+    else if (hd <= 0 || hd % 2) bad = "attention.key_length (RoPE rotates pairs)";
+    if (bad) return ml_errf(err, ML_E_FORMAT, "%s: unsupported: %s.%s", c->path, c->arch, bad);
 
     ml_mlb_header *h = &c->h;
     memset(h, 0, sizeof *h);
@@ -127,6 +146,7 @@ static ml_status read_config(conv *c, ml_err *err) {
     h->rope_theta = (float)theta;
     h->norm_eps = (float)eps;
     h->head_dim = (uint64_t)hd * h->n_heads == h->dim ? 0 : (uint32_t)hd;
+    h->flags = ai == 1 ? ML_MLB_FLAG_QKV_BIAS : ai == 2 ? ML_MLB_FLAG_QK_NORM : 0;
     h->eot = -1;
     /* convert.py check_config and mlb.py check_shape, in the loader's words */
     if (h->dim % ML_QK)
@@ -158,6 +178,8 @@ static const char *gguf_stem(const char *ours) {
         {"tok_emb", "token_embd"}, {"final_norm", "output_norm"}, {"wcls", "output"},    {"attn_norm", "attn_norm"},
         {"wq", "attn_q"},          {"wk", "attn_k"},              {"wv", "attn_v"},      {"wo", "attn_output"},
         {"ffn_norm", "ffn_norm"},  {"w1", "ffn_gate"},            {"w2", "ffn_down"},    {"w3", "ffn_up"},
+        {"q_norm", "attn_q_norm"}, {"k_norm", "attn_k_norm"},     {"bq", "attn_q"},      {"bk", "attn_k"},
+        {"bv", "attn_v"},
     };
     for (size_t i = 0; i < sizeof map / sizeof *map; i++)
         if (!strcmp(map[i][0], ours)) return map[i][1];
@@ -171,9 +193,25 @@ static void src_dims(const conv *c, const ml_mlb_array *a, uint32_t *rows, uint3
     *cols = w2 ? c->gguf_hidden : a->cols;
 }
 
+/* The GGUF row (or vector entry) of our row r: Qwen's q/k (weights, biases,
+ * head norms) rotate halves (j, j + hd/2), ours interleaved pairs (2j, 2j+1)
+ * (gguf_in.py neox_to_pairs): our row h*hd + 2j + p is its h*hd + p*hd/2 + j.
+ * Quantized blocks run along the columns, so a row moves whole: lossless. */
+static uint64_t src_row(const conv *c, const ml_mlb_array *a, uint64_t r) {
+    const char *k = a->t->name;
+    if (!c->neox) return r;
+    uint32_t heads = !strcmp(k, "wq") || !strcmp(k, "bq")   ? c->h.n_heads
+                     : !strcmp(k, "wk") || !strcmp(k, "bk") ? c->h.n_kv_heads
+                     : !strcmp(k, "q_norm") || !strcmp(k, "k_norm") ? 1 : 0;
+    if (!heads) return r;
+    uint64_t hd = a->rows / heads, i = r % hd;
+    return r - i + (i % 2) * (hd / 2) + i / 2;
+}
+
 static void gguf_name(char *buf, size_t cap, const ml_mlb_array *a) {
     const char *stem = gguf_stem(a->t->name);
-    if (a->layer >= 0) snprintf(buf, cap, "blk.%d.%s.weight", a->layer, stem ? stem : a->t->name);
+    int bias = a->t->name[0] == 'b' && a->t->name[2] == 0; /* bq, bk, bv */
+    if (a->layer >= 0) snprintf(buf, cap, "blk.%d.%s.%s", a->layer, stem ? stem : a->t->name, bias ? "bias" : "weight");
     else snprintf(buf, cap, "%s.weight", stem ? stem : a->t->name);
 }
 
@@ -192,8 +230,8 @@ static uint32_t native_wtype(const ml_gguf *g) {
 static ml_status check_tensors(conv *c, ml_err *err) {
     ml_gguf *g = &c->g;
     if (c->h.n_layers > g->n_tensors)
-        return ml_errf(err, ML_E_FORMAT, "%s: llama.block_count = %u, but the file has only %llu tensors", c->path,
-                       c->h.n_layers, (unsigned long long)g->n_tensors);
+        return ml_errf(err, ML_E_FORMAT, "%s: %s.block_count = %u, but the file has only %llu tensors", c->path,
+                       c->arch, c->h.n_layers, (unsigned long long)g->n_tensors);
     const ml_gguf_tensor *emb = ml_gguf_tensor_find(g, "token_embd.weight");
     if (!emb) return ml_errf(err, ML_E_FORMAT, "%s: tensor token_embd.weight is missing", c->path);
     uint64_t vocab = emb->n_dims == 2 ? emb->ne[1] : 0;
@@ -243,8 +281,8 @@ static ml_status check_tensors(conv *c, ml_err *err) {
     for (uint64_t i = 0; s == ML_OK && i < g->n_tensors; i++)
         if (!used[i])
             s = ml_errf(err, ML_E_FORMAT, "%s: unexpected tensor %.*s: the format holds no such tensor for "
-                        "architecture 'llama'", c->path, (int)(g->t[i].name.len > 96 ? 96 : g->t[i].name.len),
-                        g->t[i].name.s);
+                        "architecture '%s'", c->path, (int)(g->t[i].name.len > 96 ? 96 : g->t[i].name.len),
+                        g->t[i].name.s, c->arch);
     free(used);
     return s;
 }
@@ -296,9 +334,9 @@ static ml_status read_tokenizer(conv *c, ml_err *err) {
                        (unsigned long long)n, c->h.vocab);
     int64_t iv;
     int space;
-    if ((s = cfg_int(c, "llama.vocab_size", 0, (int64_t)n, &iv, err))) return s;
+    if ((s = cfg_int(c, ".vocab_size", 0, (int64_t)n, &iv, err))) return s;
     if ((uint64_t)iv != n)
-        return ml_errf(err, ML_E_FORMAT, "%s: llama.vocab_size = %lld, but %llu tokens", c->path, (long long)iv,
+        return ml_errf(err, ML_E_FORMAT, "%s: %s.vocab_size = %lld, but %llu tokens", c->path, c->arch, (long long)iv,
                        (unsigned long long)n);
     if ((s = ml_gguf_bool(g, "tokenizer.ggml.add_space_prefix", 1, &space, err))) return tok_err(c, s, err);
     if (!space)
@@ -468,7 +506,7 @@ static ml_status matrix(conv *c, const ml_gguf_tensor *t, const char *name, cons
             if (r < src_rows) row_floats(t, r, src_cols, row);
         } else if (copy) { /* block for block: the fp16 scale widened exactly */
             for (uint32_t b = 0; b < nb; b++) {
-                const unsigned char *blk = t->data + (r * nb + b) * gb;
+                const unsigned char *blk = t->data + (src_row(c, a, r) * nb + b) * gb;
                 float s = half_to_float(rd16(blk));
                 if (!isfinite(s))
                     return ml_errf(err, ML_E_FORMAT, "%s: tensor %s contains NaN or Inf (row %llu block %u scale)",
@@ -484,7 +522,7 @@ static ml_status matrix(conv *c, const ml_gguf_tensor *t, const char *name, cons
             }
             continue;
         } else {
-            row_floats(t, r, cols, row);
+            row_floats(t, src_row(c, a, r), cols, row);
         }
         for (uint32_t j = 0; j < cols; j++)
             if (!isfinite(row[j]))
@@ -529,6 +567,7 @@ static ml_status write_body(conv *c, FILE *f, ml_err *err) {
     while (ml_mlb_walk_next(&w, &a)) {
         if ((uint64_t)a.rows * a.cols > max_n) max_n = (uint64_t)a.rows * a.cols;
         if (a.cols > max_cols) max_cols = a.cols;
+        if (a.rows > max_cols) max_cols = a.rows; /* a vector, permuted in the row buffer */
     }
     if (max_n > SIZE_MAX / 8 - 64) /* a 32-bit build and a matrix it cannot hold */
         return ml_errf(err, ML_E_NOMEM, "%s: a matrix of %llu elements is too large for this build", c->path,
@@ -546,12 +585,11 @@ static ml_status write_body(conv *c, FILE *f, ml_err *err) {
         const ml_gguf_tensor *t = ml_gguf_tensor_find(&c->g, name);
         if (a.part == ML_MLB_FLOATS) {
             for (uint64_t j = 0; j < a.rows; j++) {
-                float v;
-                memcpy(&v, t->data + j * 4, 4);
-                if (!isfinite(v))
+                memcpy(&row[j], t->data + src_row(c, &a, j) * 4, 4);
+                if (!isfinite(row[j]))
                     s = ml_errf(err, ML_E_FORMAT, "%s: tensor %s contains NaN or Inf", c->path, name);
             }
-            if (!s) s = put(f, &at, a.off, t->data, (size_t)a.bytes, err);
+            if (!s) s = put(f, &at, a.off, row, (size_t)a.bytes, err);
         } else if (a.part == ML_MLB_QUANTS) {
             s = matrix(c, t, name, &a, q, d, row, err);
             if (!s) s = put(f, &at, a.off, q, (size_t)a.bytes, err);

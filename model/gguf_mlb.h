@@ -1,9 +1,11 @@
 /* A GGUF file converted, in C, into a .mlb version 2 (model/mlb.h) with its
  * tokenizer embedded: the same bytes as `python3 tools/convert.py X.gguf
  * out.mlb` for what this converter takes (README, "Running a GGUF file"):
- *   architecture llama with a SentencePiece vocabulary (tokenizer.ggml.model
- *   "llama", embedded as llama2.c's tokenizer.bin), no rope_freqs (Llama 3
- *   scaling), hidden_dim a multiple of 32;
+ *   architectures llama, qwen2 (q/k/v biases) and qwen3 (q/k norms), their
+ *   q/k rows permuted from rotate-halves into our interleaved pairs as
+ *   tools/gguf_in.py does; a SentencePiece vocabulary (tokenizer.ggml.model
+ *   "llama", embedded as llama2.c's tokenizer.bin); no rope_freqs (Llama 3
+ *   scaling); hidden_dim zero-padded to a multiple of 32 as convert.py does;
  *   tensor types Q8_0 and Q4_0 (copied block for block when they are the
  *   output's type, the fp16 scale widened to fp32 exactly) and F32, F16,
  *   BF16 (quantized with the Python converter's rounding). The output is

@@ -6,7 +6,8 @@ changes, and what it does not take is refused naming it and tools/convert.py.
 
 GGUF files as tests/test_gguf.py writes them (the `gguf` package): stories260K
 (hidden_dim 172: the FFN padding) in F32, F16, BF16, Q8_0, Q4_0; a random
-1-layer model with GQA, an unshared classifier and a chat template.
+1-layer model with GQA, an unshared classifier and a chat template; the tiny
+Qwen2 and Qwen3 models of tools/gguf_random.py (Q8_0, F32).
 Run from the repo root. env: MODELS (stories260K groups skip loudly without
 it), BUILD (folder with ml_run), RUNNER. Protocol as tests/test_convert.py.
 """
@@ -99,6 +100,27 @@ def small(rep, tmp, cache):
                 f"temporaries left: {os.listdir(cache)}")
 
 
+def families(rep, tmp, cache):
+    """Qwen2 (q/k/v biases) and Qwen3 (q/k norms, head_dim 32 with dim 64):
+    tools/gguf_random.py's tiny models, Q8_0 and F32; Llama 3's rope_freqs
+    is refused, pointing to convert.py."""
+    gen = os.path.join(tg.ROOT, "tools", "gguf_random.py")
+    for fam in ("qwen2", "qwen3", "llama3"):
+        for qt in ("q8_0", "f32"):
+            with rep.group(f"{fam} {qt.upper()} GGUF (gguf_random.py): " +
+                           ("refused naming rope_freqs" if fam == "llama3" else
+                            "the C conversion == convert.py (the q/k permutation)")) as g:
+                path = os.path.join(tmp, f"{fam}_{qt}.gguf")
+                rc, _, se = tg.run(gen, "--qtype", qt, "--seed", "7", fam, path)
+                if not g.check(rc == 0, f"gguf_random.py: {se[-300:]}"):
+                    continue
+                if fam != "llama3":
+                    same_as_python(g, f"{fam} {qt}", path, cache, tmp)
+                    continue
+                rc, _, se = ml_run(path, cache)
+                g.check(rc == 1 and "rope_freqs" in se and "tools/convert.py" in se, f"exit {rc}: {se[-300:]}")
+
+
 def run_all(rep, tmp):
     cache = os.path.join(tmp, "cache")
     if os.path.exists(os.path.join(tg.S260, "stories260K.bin")):
@@ -106,6 +128,7 @@ def run_all(rep, tmp):
     else:
         rep.skip("stories260K GGUFs", f"{tg.S260} is absent", 5)
     small(rep, tmp, cache)
+    families(rep, tmp, cache)
 
 
 def main():
