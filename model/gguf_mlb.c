@@ -310,15 +310,240 @@ static const ml_gguf_kv *tok_array(conv *c, const char *key, uint32_t want_elem,
     return kv;
 }
 
+/* The chat template (gguf_in.py: a value that is not a string is none). */
+static ml_status read_template(conv *c, ml_err *err) {
+    const ml_gguf_kv *kv = ml_gguf_find(&c->g, "tokenizer.chat_template");
+    c->tmpl.s = "", c->tmpl.len = 0;
+    if (kv && kv->type == ML_GGUF_STRING) {
+        const unsigned char *at = kv->val;
+        c->tmpl = ml_gguf_arr_next_str(&at);
+    }
+    if (memchr(c->tmpl.s, 0, (size_t)c->tmpl.len))
+        return ml_errf(err, ML_E_FORMAT, "%s: chat template: a NUL byte (expected UTF-8 text without NUL)", c->path);
+    return ML_OK;
+}
+
+/* ---- byte-level BPE: the tokenizer file of model/bpe.h, as tools/tokfile.py
+ * bpe_from_gguf and to_bytes write it ---- */
+
+enum { BPE_HEAD = 48, BPE_NORMAL = 1, BPE_CONTROL = 3, BPE_USER = 4, BPE_BYTE = 6 };
+
+/* One UTF-8 code point at s[*k] (advanced); -1 if malformed. */
+static long utf8_next(const unsigned char *s, uint64_t n, uint64_t *k) {
+    unsigned char b = s[*k];
+    int len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+    if (!len || *k + (uint64_t)len > n) return -1;
+    long cp = len == 1 ? b : b & (0x7F >> len);
+    for (int i = 1; i < len; i++) {
+        if ((s[*k + i] & 0xC0) != 0x80) return -1;
+        cp = cp << 6 | (s[*k + i] & 0x3F);
+    }
+    static const long least[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < least[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return -1;
+    *k += (uint64_t)len;
+    return cp;
+}
+
+/* GPT-2's printable form back to bytes: '!'..'~', 0xA1..0xAC, 0xAE..0xFF are
+ * themselves, the other 68 bytes U+0100.. in order. -> bytes, or -1. */
+static long unmap_text(const unsigned char *s, uint64_t n, unsigned char *out) {
+    static short inv[256 + 68];
+    if (!inv['!']) { /* built once; the same table on every call */
+        int extra = 0;
+        for (int b = 0; b < 256; b++) {
+            int keep = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+            inv[keep ? b : 256 + extra++] = (short)(b + 1);
+        }
+    }
+    long o = 0;
+    for (uint64_t k = 0; k < n;) {
+        long cp = utf8_next(s, n, &k);
+        if (cp < 0 || cp >= 256 + 68 || !inv[cp]) return -1;
+        out[o++] = (unsigned char)(inv[cp] - 1);
+    }
+    return o;
+}
+
+/* Token bytes -> first id: open addressing over (offset, length) in the file image. */
+typedef struct {
+    const unsigned char *img;
+    const uint64_t *off; /* (n) token bytes at img + off[i] */
+    const uint32_t *len;
+    int32_t *slot;       /* (cap) id or -1 */
+    uint64_t cap;
+} tok_index;
+
+static uint64_t bytes_hash(const unsigned char *p, size_t n) {
+    uint64_t h = 0xCBF29CE484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001B3ull;
+    return h;
+}
+
+static int32_t *index_find(tok_index *x, const unsigned char *p, size_t n) {
+    for (uint64_t i = bytes_hash(p, n) & (x->cap - 1);; i = (i + 1) & (x->cap - 1)) {
+        int32_t id = x->slot[i];
+        if (id < 0 || (x->len[id] == n && !memcmp(x->img + x->off[id], p, n))) return &x->slot[i];
+    }
+}
+
+static ml_status read_bpe(conv *c, ml_err *err) {
+    static const char *const pres[] = {"gpt-2", "llama-bpe", "qwen2", "smollm"};
+    ml_gguf *g = &c->g;
+    ml_gguf_str pre;
+    ml_status s;
+    if ((s = ml_gguf_string(g, "tokenizer.ggml.pre", 0, "gpt-2", &pre, err))) return tok_err(c, s, err);
+    int pi = -1;
+    for (int i = 0; i < 4; i++)
+        if (ml_gguf_str_is(pre, pres[i])) pi = i;
+    if (pi < 0)
+        return ml_errf(err, ML_E_FORMAT, "%s: tokenizer.ggml.pre is '%.*s'; supported: gpt-2, llama-bpe, qwen2, smollm",
+                       c->path, (int)(pre.len > 64 ? 64 : pre.len), pre.s);
+    const ml_gguf_kv *toks = tok_array(c, "tokenizer.ggml.tokens", ML_GGUF_STRING, UINT64_MAX, 1, &s, err);
+    if (s) return s;
+    uint64_t n = toks->arr_n;
+    const ml_gguf_kv *types = tok_array(c, "tokenizer.ggml.token_type", ML_GGUF_I32, n, 0, &s, err);
+    if (s) return s;
+    const ml_gguf_kv *merges = tok_array(c, "tokenizer.ggml.merges", ML_GGUF_STRING, UINT64_MAX, 0, &s, err);
+    if (merges && merges->type == ML_GGUF_ARRAY && merges->arr_type == ML_GGUF_STRING) s = ML_OK;
+    if (s) return s;
+    uint64_t nm = merges ? merges->arr_n : 0;
+    if (n < 256 || n > MAX_VOCAB)
+        return ml_errf(err, ML_E_FORMAT, "%s: n_tokens: %llu, expected 256..%u", c->path, (unsigned long long)n, MAX_VOCAB);
+    /* the special ids: the tokenizer file's (eot guessed when absent) and the header's */
+    int64_t ids[3];
+    static const char *const keys[3] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                                        "tokenizer.ggml.eot_token_id"};
+    for (int i = 0; i < 3; i++) {
+        if ((s = cfg_int(c, keys[i], 0, -1, &ids[i], err))) return s;
+        if (ids[i] < -1 || ids[i] >= (int64_t)n || ids[i] >= (int64_t)c->h.vocab)
+            return ml_errf(err, ML_E_FORMAT, "%s: %s = %lld, expected -1 or 0..%llu", c->path, keys[i],
+                           (long long)ids[i], (unsigned long long)(n < c->h.vocab ? n : c->h.vocab) - 1);
+    }
+    int add_bos;
+    if ((s = ml_gguf_bool(g, "tokenizer.ggml.add_bos_token", 0, &add_bos, err))) return tok_err(c, s, err);
+    if (add_bos && ids[0] < 0)
+        return ml_errf(err, ML_E_FORMAT, "%s: add_bos: expected 0 or 1 (1 needs a bos), got 1 with bos -1", c->path);
+    c->h.bos = (int32_t)ids[0], c->h.eos = (int32_t)ids[1], c->h.eot = (int32_t)ids[2], c->h.add_bos = (uint32_t)add_bos;
+
+    size_t cap = BPE_HEAD + (size_t)n * 8 + (size_t)toks->val_bytes + (size_t)nm * 12;
+    uint64_t icap = 1;
+    while (icap < 2 * n) icap *= 2;
+    c->tok = malloc(cap);
+    uint64_t *off = malloc((size_t)n * sizeof *off);
+    uint32_t *len = malloc((size_t)n * sizeof *len);
+    uint32_t *type = malloc((size_t)n * sizeof *type);
+    int32_t *slot = malloc((size_t)icap * sizeof *slot);
+    unsigned char seen[256] = {0};
+    int singles = 0;
+    size_t o = BPE_HEAD;
+    if (!c->tok || !off || !len || !type || !slot) s = ml_errf(err, ML_E_NOMEM, "%s: out of memory for the tokenizer", c->path);
+    const unsigned char *at = toks->val;
+    for (uint64_t i = 0; !s && i < n; i++) {
+        ml_gguf_str t = ml_gguf_arr_next_str(&at);
+        double ty = types ? ml_gguf_arr_num(types, i) : BPE_NORMAL;
+        if (!(ty >= 1 && ty <= 6 && ty == (int)ty)) {
+            s = ml_errf(err, ML_E_FORMAT, "%s: token %llu: type %g, expected 1..6", c->path, (unsigned long long)i, ty);
+            break;
+        }
+        type[i] = (uint32_t)ty;
+        unsigned char *p = c->tok + o + 8;
+        long l;
+        if (type[i] == BPE_NORMAL) {
+            l = unmap_text((const unsigned char *)t.s, t.len, p);
+        } else { /* control, user-defined, unused, byte: the text as it is (UTF-8) */
+            uint64_t k = 0;
+            while (k < t.len && utf8_next((const unsigned char *)t.s, t.len, &k) >= 0) {}
+            l = k == t.len ? (long)t.len : -1;
+            if (l > 0) memcpy(p, t.s, (size_t)t.len);
+        }
+        if (l < 0) {
+            s = ml_errf(err, ML_E_FORMAT, "%s: tokenizer.ggml.tokens[%llu]: '%.*s' is not %s", c->path,
+                        (unsigned long long)i, (int)(t.len > 32 ? 32 : t.len), t.s,
+                        type[i] == BPE_NORMAL ? "in GPT-2's byte map" : "UTF-8");
+            break;
+        }
+        if (l < 1 || l > MAX_PIECE) {
+            s = ml_errf(err, ML_E_FORMAT, "%s: token %llu: %ld bytes, expected 1..%d", c->path, (unsigned long long)i,
+                        l, MAX_PIECE);
+            break;
+        }
+        if (type[i] == BPE_NORMAL && l == 1 && !seen[p[0]]) seen[p[0]] = 1, singles++;
+        off[i] = o + 8, len[i] = (uint32_t)l;
+        uint32_t w[2] = {(uint32_t)l, type[i]};
+        memcpy(c->tok + o, w, 8);
+        o += 8 + (size_t)l;
+    }
+    if (!s && singles != 256) {
+        int b = 0;
+        while (seen[b]) b++;
+        s = ml_errf(err, ML_E_FORMAT, "%s: no one-byte normal token for byte 0x%02x (byte-level BPE needs all 256)",
+                    c->path, b);
+    }
+    tok_index x = {c->tok, off, len, slot, icap};
+    for (uint64_t i = 0; !s && i < icap; i++) slot[i] = -1;
+    for (uint64_t i = 0; !s && i < n; i++) {
+        int32_t *sl = index_find(&x, c->tok + off[i], len[i]);
+        if (*sl < 0) *sl = (int32_t)i;
+    }
+    /* eot: the named one, else a family's end-of-turn control or user token */
+    int64_t eot = ids[2];
+    static const char *const eot_names[] = {"<|im_end|>", "<|eot_id|>", "<|end_of_text|>"};
+    for (int k = 0; !s && eot < 0 && k < 3; k++)
+        for (uint64_t i = 0; i < n && eot < 0; i++)
+            if ((type[i] == BPE_CONTROL || type[i] == BPE_USER) && len[i] == strlen(eot_names[k]) &&
+                !memcmp(c->tok + off[i], eot_names[k], len[i]))
+                eot = (int64_t)i;
+    /* merges "left right" in GPT-2's form -> (left, right, result) ids */
+    at = merges ? merges->val : NULL;
+    unsigned char *buf = NULL;
+    if (!s && nm && !(buf = malloc(2 * (size_t)merges->val_bytes + 2)))
+        s = ml_errf(err, ML_E_NOMEM, "%s: out of memory for the merges", c->path);
+    for (uint64_t r = 0; !s && r < nm; r++) {
+        ml_gguf_str m = ml_gguf_arr_next_str(&at);
+        const char *sp = memchr(m.s, ' ', (size_t)m.len);
+        long la = -1, lb = -1;
+        if (sp) {
+            la = unmap_text((const unsigned char *)m.s, (uint64_t)(sp - m.s), buf);
+            if (la >= 0) lb = unmap_text((const unsigned char *)sp + 1, m.len - (uint64_t)(sp - m.s) - 1, buf + la);
+        }
+        int32_t a = -1, b = -1, ab = -1;
+        if (la >= 0 && lb >= 0) {
+            a = *index_find(&x, buf, (size_t)la);
+            b = *index_find(&x, buf + la, (size_t)lb);
+            ab = *index_find(&x, buf, (size_t)(la + lb));
+        }
+        if (!sp || a < 0 || b < 0 || ab < 0) {
+            s = ml_errf(err, ML_E_FORMAT, "%s: tokenizer.ggml.merges: merge %llu ('%.*s') %s", c->path,
+                        (unsigned long long)r, (int)(m.len > 64 ? 64 : m.len), m.s,
+                        sp ? "names a token the vocabulary lacks" : "is not 'left right'");
+            break;
+        }
+        uint32_t w[3] = {(uint32_t)a, (uint32_t)b, (uint32_t)ab};
+        memcpy(c->tok + o, w, 12);
+        o += 12;
+    }
+    if (!s) {
+        uint32_t head[12] = {0, 1, (uint32_t)pi, pi == 1 ? 1u : 0u, (uint32_t)n, (uint32_t)nm, (uint32_t)ids[0],
+                             (uint32_t)ids[1], (uint32_t)(int32_t)eot, (uint32_t)(add_bos && ids[0] >= 0), 0, 0};
+        memcpy(head, "MLBP", 4);
+        memcpy(c->tok, head, sizeof head);
+        c->tok_n = o;
+    }
+    free(buf);
+    free(off);
+    free(len);
+    free(type);
+    free(slot);
+    return s;
+}
+
 /* gguf_in.py _tokenizer: a SentencePiece vocabulary as llama2.c's tokenizer.bin. */
 static ml_status read_tokenizer(conv *c, ml_err *err) {
     ml_gguf *g = &c->g;
     ml_gguf_str model;
     ml_status s;
     if ((s = ml_gguf_string(g, "tokenizer.ggml.model", 1, NULL, &model, err))) return tok_err(c, s, err);
-    if (ml_gguf_str_is(model, "gpt2"))
-        return ml_errf(err, ML_E_FORMAT, "%s: a byte-level BPE vocabulary (tokenizer.ggml.model 'gpt2') is not yet "
-                       "supported by the C converter%s", c->path, CONVERT_HINT);
+    if (ml_gguf_str_is(model, "gpt2")) return (s = read_bpe(c, err)) ? s : read_template(c, err);
     if (!ml_gguf_str_is(model, "llama"))
         return ml_errf(err, ML_E_FORMAT, "%s: tokenizer model '%.*s' is not supported (only 'llama', SentencePiece)",
                        c->path, (int)(model.len > 64 ? 64 : model.len), model.s);
@@ -355,12 +580,7 @@ static ml_status read_tokenizer(conv *c, ml_err *err) {
         return ml_errf(err, ML_E_FORMAT, "%s: eot: expected -1 (none) or a token id 0..%u, got %lld", c->path,
                        c->h.vocab - 1, (long long)iv);
     c->h.bos = 1, c->h.eos = 2, c->h.eot = (int32_t)iv, c->h.add_bos = 1;
-    if ((s = ml_gguf_string(g, "tokenizer.chat_template", 0, "", &c->tmpl, err))) {
-        c->tmpl.s = "", c->tmpl.len = 0; /* gguf_in.py: a non-string template is none */
-        if (ml_gguf_find(g, "tokenizer.chat_template")->type == ML_GGUF_STRING) return tok_err(c, s, err);
-    }
-    if (memchr(c->tmpl.s, 0, (size_t)c->tmpl.len))
-        return ml_errf(err, ML_E_FORMAT, "%s: chat template: a NUL byte (expected UTF-8 text without NUL)", c->path);
+    if ((s = read_template(c, err))) return s;
 
     /* size, then the bytes: u32 max_token_length; per token f32 score, u32 len, bytes */
     size_t total = 4;

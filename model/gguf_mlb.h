@@ -4,7 +4,9 @@
  *   architectures llama, qwen2 (q/k/v biases) and qwen3 (q/k norms), their
  *   q/k rows permuted from rotate-halves into our interleaved pairs as
  *   tools/gguf_in.py does; a SentencePiece vocabulary (tokenizer.ggml.model
- *   "llama", embedded as llama2.c's tokenizer.bin); no rope_freqs (Llama 3
+ *   "llama", embedded as llama2.c's tokenizer.bin) or a byte-level BPE one
+ *   ("gpt2", embedded as the tokenizer file of model/bpe.h, tools/tokfile.py's
+ *   bytes; pre-tokenizers gpt-2, llama-bpe, qwen2, smollm); no rope_freqs (Llama 3
  *   scaling); hidden_dim zero-padded to a multiple of 32 as convert.py does;
  *   tensor types Q8_0 and Q4_0 (copied block for block when they are the
  *   output's type, the fp16 scale widened to fp32 exactly) and F32, F16,

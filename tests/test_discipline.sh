@@ -36,6 +36,7 @@ model/speculate.c:ml_spec_init
 model/gguf.c:parse
 model/gguf_mlb.c:check_tensors
 model/gguf_mlb.c:read_tokenizer
+model/gguf_mlb.c:read_bpe
 model/gguf_mlb.c:write_body
 "
 LIB_DIRS="core model ops kernels config"

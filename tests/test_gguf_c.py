@@ -7,7 +7,8 @@ changes, and what it does not take is refused naming it and tools/convert.py.
 GGUF files as tests/test_gguf.py writes them (the `gguf` package): stories260K
 (hidden_dim 172: the FFN padding) in F32, F16, BF16, Q8_0, Q4_0; a random
 1-layer model with GQA, an unshared classifier and a chat template; the tiny
-Qwen2 and Qwen3 models of tools/gguf_random.py (Q8_0, F32).
+Qwen2 and Qwen3 models of tools/gguf_random.py (Q8_0, F32); byte-level BPE
+vocabularies under each pre-tokenizer (the tokenizer file of tools/tokfile.py).
 Run from the repo root. env: MODELS (stories260K groups skip loudly without
 it), BUILD (folder with ml_run), RUNNER. Protocol as tests/test_convert.py.
 """
@@ -35,7 +36,7 @@ def ml_run(gguf_path, cache, *args):
 
 def same_as_python(g, label, path, cache, tmp):
     want = os.path.join(tmp, "py.mlb")
-    rc, _, se = tg.run(tg.CONVERT, path, want, "--tokenizer", os.path.join(tmp, "py.tok"))
+    rc, _, se = tg.run(tg.CONVERT, path, want)
     if not g.check(rc == 0, f"{label}: convert.py exit {rc}: {se[-300:]}"):
         return
     rc, so, se = ml_run(path, cache)
@@ -121,6 +122,77 @@ def families(rep, tmp, cache):
                 g.check(rc == 1 and "rope_freqs" in se and "tools/convert.py" in se, f"exit {rc}: {se[-300:]}")
 
 
+def bpe_vocab(n=300):
+    """A byte-level BPE vocabulary of n tokens in GGUF form (GPT-2's printable
+    characters): the 256 bytes in a shuffled order, merges of common pairs and
+    of merges, then <|endoftext|>, <|im_end|> (control) and <tool> (user)."""
+    import tokfile
+    rng = np.random.RandomState(11)
+    bmap = tokfile.byte_to_unicode()
+    tokens = [bmap[b] for b in rng.permutation(256)]
+    merges = []
+    words = ["th", "he", "in", "an", " t", " a", "er", "on", "the", " th", "and", "ing", " the", "ll", "ell",
+             "hell", "hello", " w", "or", "wor", "world", " world", "12", "123", "ä", "中文"]
+    for w in words:
+        raw = w.encode()
+        text = "".join(bmap[b] for b in raw)
+        if text in tokens:
+            continue
+        for cut in range(len(text) - 1, 0, -1):  # the longest known left part
+            if text[:cut] in tokens and text[cut:] in tokens:
+                merges.append(f"{text[:cut]} {text[cut:]}")
+                tokens.append(text)
+                break
+    specials = ["<|endoftext|>", "<|im_end|>", "<tool>"]
+    while len(tokens) < n - len(specials):
+        tokens.append(f"[PAD{len(tokens)}]")
+    types = [1] * len(tokens)
+    types[-1] = 5  # an unused one
+    tokens += specials
+    types += [3, 3, 4]
+    return tokens, types, merges
+
+
+def bpe(rep, tmp, cache):
+    """A Llama model with a byte-level BPE vocabulary (SmolLM2's form) and a
+    Qwen2 one (qwen2 pre-tokenizer): the C-written tokenizer file is
+    tools/tokfile.py's, so the .mlb is byte-identical."""
+    rng = np.random.RandomState(4)
+    c, meta, t = tg.small_model(rng)
+    tokens, types, merges = bpe_vocab(300)
+    for k in [k for k in meta if k.startswith("tokenizer.")]:
+        del meta[k]
+    V = tg.V
+    meta.update({"tokenizer.ggml.model": ("gpt2", V.STRING, None),
+                 "tokenizer.ggml.tokens": (tokens, V.ARRAY, V.STRING),
+                 "tokenizer.ggml.token_type": (types, V.ARRAY, V.INT32),
+                 "tokenizer.ggml.merges": (merges, V.ARRAY, V.STRING),
+                 "tokenizer.ggml.bos_token_id": (297, V.UINT32, None),
+                 "tokenizer.ggml.eos_token_id": (297, V.UINT32, None),
+                 "tokenizer.chat_template": ("{{ messages }}", V.STRING, None)})
+    for pre, add_bos in (("smollm", False), ("llama-bpe", True), ("qwen2", False), ("gpt-2", True)):
+        with rep.group(f"byte-level BPE GGUF (pre {pre}, add_bos {add_bos}): the C conversion == convert.py") as g:
+            m = dict(meta)
+            m["tokenizer.ggml.pre"] = (pre, V.STRING, None)
+            m["tokenizer.ggml.add_bos_token"] = (add_bos, V.BOOL, None)
+            path = os.path.join(tmp, f"bpe_{pre}.gguf")
+            tg.write_gguf(path, m, {k: tg.encode(v, "Q8_0") for k, v in t.items()})
+            same_as_python(g, f"BPE {pre}", path, cache, tmp)
+    with rep.group("byte-level BPE GGUF refusals: a merge of unknown tokens, a token outside GPT-2's map") as g:
+        for label, edit, want in (
+                ("merge", lambda m: m.__setitem__("tokenizer.ggml.merges", (merges + ["zz qq"], V.ARRAY, V.STRING)),
+                 "names a token the vocabulary lacks"),
+                ("token", lambda m: m.__setitem__("tokenizer.ggml.tokens",
+                                                  (tokens[:5] + ["中"] + tokens[6:], V.ARRAY, V.STRING)),
+                 "GPT-2's byte map")):
+            m = dict(meta)
+            edit(m)
+            path = os.path.join(tmp, f"bpe_bad_{label}.gguf")
+            tg.write_gguf(path, m, t)
+            rc, _, se = ml_run(path, cache)
+            g.check(rc == 1 and want in se, f"{label}: exit {rc}: {se[-300:]}")
+
+
 def run_all(rep, tmp):
     cache = os.path.join(tmp, "cache")
     if os.path.exists(os.path.join(tg.S260, "stories260K.bin")):
@@ -129,6 +201,7 @@ def run_all(rep, tmp):
         rep.skip("stories260K GGUFs", f"{tg.S260} is absent", 5)
     small(rep, tmp, cache)
     families(rep, tmp, cache)
+    bpe(rep, tmp, cache)
 
 
 def main():

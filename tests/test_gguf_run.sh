@@ -2,7 +2,8 @@
 # ml_run -m X.gguf (model/gguf_mlb.c, README "Running a GGUF file"): the
 # first run converts the GGUF into the cache folder and says so, the cached
 # .mlb has the bytes tools/convert.py writes for it (SHA-256 below, of the
-# fuzz seeds fuzz/corpus/gguf/: dim 32, Q8_0 and Q4_0, the FFN padded from 48),
+# fuzz seeds fuzz/corpus/gguf/: dim 32; Llama Q8_0 and Q4_0 with the FFN padded
+# from 48; Qwen2 Q4_0 with biases and a byte-level BPE vocabulary),
 # later runs map it silently with the same output, a changed GGUF is converted
 # again, ML_CACHE_DIR / XDG_CACHE_HOME / HOME pick the folder, ml_tokenize and
 # ml_perplexity take the GGUF too, and a damaged GGUF or an unwritable cache
@@ -17,10 +18,13 @@ RUN() { $RUNNER "$BUILD/ml_run" "$@"; }
 declare -A WANT=(
     [q8_0]=617fc40fbe63cf1b8c690e409b2813534199e076d6c1113e0206f4c273283396
     [q4_0]=71c7184e92bada6f72268965b6d7061882be440d471668af2f79aa0a638cdaeb
+    [qwen2_bpe_q4_0]=bffdcc00f7022164b771f37c1a78e27f943e68f6877e314bcfb8ecc393a90c0c
 )
-for q in q8_0 q4_0; do
+for q in q8_0 q4_0 qwen2_bpe_q4_0; do
+    src=fuzz/corpus/gguf/llama_$q.gguf
+    [ -f "$src" ] || src=fuzz/corpus/gguf/$q.gguf
     g=$tmp/llama_$q.gguf
-    cp "fuzz/corpus/gguf/llama_$q.gguf" "$g"
+    cp "$src" "$g"
     before=$(sha256sum <"$g")
     out1=$(ML_CACHE_DIR=$tmp/cache RUN -m "$g" -n 8 --temp 0 -i "a" 2>"$tmp/err1") rc1=$?
     out2=$(ML_CACHE_DIR=$tmp/cache RUN -m "$g" -n 8 --temp 0 -i "a" 2>"$tmp/err2") rc2=$?
