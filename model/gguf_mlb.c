@@ -386,7 +386,7 @@ static int32_t *index_find(tok_index *x, const unsigned char *p, size_t n) {
     }
 }
 
-static ml_status read_bpe(conv *c, ml_err *err) {
+static ml_status read_bpe(conv *c, const ml_gguf_kv *toks, const ml_gguf_kv *types, ml_err *err) {
     static const char *const pres[] = {"gpt-2", "llama-bpe", "qwen2", "smollm"};
     ml_gguf *g = &c->g;
     ml_gguf_str pre;
@@ -398,13 +398,8 @@ static ml_status read_bpe(conv *c, ml_err *err) {
     if (pi < 0)
         return ml_errf(err, ML_E_FORMAT, "%s: tokenizer.ggml.pre is '%.*s'; supported: gpt-2, llama-bpe, qwen2, smollm",
                        c->path, (int)(pre.len > 64 ? 64 : pre.len), pre.s);
-    const ml_gguf_kv *toks = tok_array(c, "tokenizer.ggml.tokens", ML_GGUF_STRING, UINT64_MAX, 1, &s, err);
-    if (s) return s;
     uint64_t n = toks->arr_n;
-    const ml_gguf_kv *types = tok_array(c, "tokenizer.ggml.token_type", ML_GGUF_I32, n, 0, &s, err);
-    if (s) return s;
     const ml_gguf_kv *merges = tok_array(c, "tokenizer.ggml.merges", ML_GGUF_STRING, UINT64_MAX, 0, &s, err);
-    if (merges && merges->type == ML_GGUF_ARRAY && merges->arr_type == ML_GGUF_STRING) s = ML_OK;
     if (s) return s;
     uint64_t nm = merges ? merges->arr_n : 0;
     if (n < 256 || n > MAX_VOCAB)
@@ -543,16 +538,17 @@ static ml_status read_tokenizer(conv *c, ml_err *err) {
     ml_gguf_str model;
     ml_status s;
     if ((s = ml_gguf_string(g, "tokenizer.ggml.model", 1, NULL, &model, err))) return tok_err(c, s, err);
-    if (ml_gguf_str_is(model, "gpt2")) return (s = read_bpe(c, err)) ? s : read_template(c, err);
-    if (!ml_gguf_str_is(model, "llama"))
-        return ml_errf(err, ML_E_FORMAT, "%s: tokenizer model '%.*s' is not supported (only 'llama', SentencePiece)",
-                       c->path, (int)(model.len > 64 ? 64 : model.len), model.s);
+    int bpe = ml_gguf_str_is(model, "gpt2");
+    if (!bpe && !ml_gguf_str_is(model, "llama"))
+        return ml_errf(err, ML_E_FORMAT, "%s: tokenizer model '%.*s' is not supported (only 'llama', SentencePiece, "
+                       "and 'gpt2', byte-level BPE)", c->path, (int)(model.len > 64 ? 64 : model.len), model.s);
     const ml_gguf_kv *toks = tok_array(c, "tokenizer.ggml.tokens", ML_GGUF_STRING, UINT64_MAX, 1, &s, err);
     if (s) return s;
     uint64_t n = toks->arr_n;
-    const ml_gguf_kv *scores = tok_array(c, "tokenizer.ggml.scores", ML_GGUF_F32, n, 1, &s, err);
-    if (s) return s;
     const ml_gguf_kv *types = tok_array(c, "tokenizer.ggml.token_type", ML_GGUF_I32, n, 0, &s, err);
+    if (s) return s;
+    if (bpe) return (s = read_bpe(c, toks, types, err)) ? s : read_template(c, err);
+    const ml_gguf_kv *scores = tok_array(c, "tokenizer.ggml.scores", ML_GGUF_F32, n, 1, &s, err);
     if (s) return s;
     if (n != c->h.vocab)
         return ml_errf(err, ML_E_FORMAT, "%s: %llu tokens, but token_embd.weight has %u rows", c->path,
