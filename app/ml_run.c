@@ -21,7 +21,8 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: ml_run -m model.mlb [-z tokenizer.bin] [options]\n"
-            "  -m FILE        model, converted by tools/convert.py\n"
+            "  -m FILE        model, converted by tools/convert.py, or a GGUF file (converted\n"
+            "                 once into the cache ~/.cache/legacy-ml; README)\n"
             "  -z FILE        llama2.c tokenizer.bin or BPE tokenizer file (tools/tokfile.py)\n"
             "                 matching the model's vocab (default: the one a .mlb version 2\n"
             "                 model embeds)\n"
