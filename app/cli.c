@@ -15,6 +15,7 @@
 #include "core/status.h"
 #include "config/ml_config.h"
 #include "core/threads.h"
+#include "model/gguf_mlb.h"
 
 int ml_cli_int(const char *s, long lo, long hi, long *out) {
     if (!s || !*s) return 0;
@@ -210,4 +211,20 @@ int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t m
     if (o->lookup && o->draft_model)
         return usage_error(msg, msg_size, "--lookup and --draft-model: choose one drafter");
     return ML_CLI_RUN;
+}
+
+/* ---- -m FILE.gguf: the cached .mlb (model/gguf_mlb.h) --------------------- */
+
+const char *ml_cli_model_path(const char *prog, const char *model, char *buf, size_t cap) {
+    if (!model || !ml_gguf_is_file(model)) return model;
+    ml_err err = {{0}};
+    int fresh = 0;
+    ml_status s = ml_gguf_cache_path(model, buf, cap, &fresh, &err);
+    if (!s && !fresh) {
+        fprintf(stderr, "%s: converting %s into the cache %s (once; ML_CACHE_DIR sets the folder)\n", prog, model, buf);
+        s = ml_gguf_convert(model, buf, &err);
+    }
+    if (!s) return buf;
+    fprintf(stderr, "%s: running the GGUF file %s failed (%s): %s\n", prog, model, ml_status_name(s), err.msg);
+    return NULL;
 }

@@ -58,4 +58,9 @@ typedef struct {
  * caller prints it and usage). Never prints, never exits. */
 int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t msg_size);
 
+/* -m FILE.gguf: the path of its .mlb in the cache, converted there on first
+ * use (saying so on stderr); any other model path is returned as given.
+ * NULL after printing why the GGUF cannot be run. buf holds the path. */
+const char *ml_cli_model_path(const char *prog, const char *model, char *buf, size_t cap);
+
 #endif

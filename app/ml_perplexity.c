@@ -260,6 +260,8 @@ int ml_main(int argc, char **argv) {
     options o;
     int rc = parse_args(argc, argv, &o);
     if (rc != ML_CLI_RUN) return rc;
+    char gguf_mlb[4096]; /* -m X.gguf: its cached .mlb */
+    if (!(o.model = ml_cli_model_path("ml_perplexity", o.model, gguf_mlb, sizeof gguf_mlb))) return ML_EXIT_FAIL;
 
     ml_err err = {{0}};
     ml_model m;

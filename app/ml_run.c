@@ -21,7 +21,8 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: ml_run -m model.mlb [-z tokenizer.bin] [options]\n"
-            "  -m FILE        model, converted by tools/convert.py\n"
+            "  -m FILE        model, converted by tools/convert.py, or a GGUF file (converted\n"
+            "                 once into the cache ~/.cache/legacy-ml; README)\n"
             "  -z FILE        llama2.c tokenizer.bin or BPE tokenizer file (tools/tokfile.py)\n"
             "                 matching the model's vocab (default: the one a .mlb version 2\n"
             "                 model embeds)\n"
@@ -212,6 +213,8 @@ int ml_main(int argc, char **argv) {
     ml_run_opts o;
     int rc = parse_args(argc, argv, &o);
     if (rc != ML_CLI_RUN) return rc;
+    char gguf_mlb[4096]; /* -m X.gguf: its cached .mlb */
+    if (!(o.model = ml_cli_model_path("ml_run", o.model, gguf_mlb, sizeof gguf_mlb))) return ML_EXIT_FAIL;
     char *prompt_text = NULL; /* -f: the file's text, read before the model loads */
     if (o.prompt_file) {
         char msg[512];

@@ -144,6 +144,8 @@ int ml_main(int argc, char **argv) {
     options o;
     int rc = parse_args(argc, argv, &o);
     if (rc != ML_CLI_RUN) return rc;
+    char gguf_mlb[4096]; /* -m X.gguf: its cached .mlb */
+    if (!(o.model = ml_cli_model_path("ml_tokenize", o.model, gguf_mlb, sizeof gguf_mlb))) return ML_EXIT_FAIL;
     /* The model only for its vocab size: a one-position context, one thread. */
     ml_open_opts oo = {.use_mmap = 1, .max_seq = 1, .n_threads = 1, .batch = 1};
     ml_err err = {{0}};

@@ -11,6 +11,9 @@
  *               built-in vocab and, if present, stories260K's tok512.bin;
  *               decode must give the text back
  *   cli         NUL-separated arguments -> ml_run_parse_args
+ *   gguf        a GGUF file -> ml_gguf_parse (every string and tensor touched),
+ *               then ml_gguf_convert (path API on a memfd) into a temporary
+ *               .mlb, which must then load with its embedded tokenizer
  *   bpe         a BPE tokenizer file (it starts with "MLBP") -> ml_bpe_load_buffer,
  *               then encode fixed texts with what loaded; any other bytes are
  *               text, encoded with a built-in BPE vocab under each
@@ -34,6 +37,8 @@
 #include "app/cli.h"
 #include "app/exit_codes.h"
 #include "model/generate.h"
+#include "model/gguf.h"
+#include "model/gguf_mlb.h"
 #include "model/mlb.h"
 #include "model/model.h"
 #include "model/sampler.h"
@@ -345,6 +350,57 @@ static inline void fuzz_bpe(const uint8_t *d, size_t n) {
         fuzz_bpe_check(&t, (const char *)d, n, ML_BPE_SPECIAL | ML_BPE_EOS);
         ml_bpe_free(&t);
     }
+}
+
+/* ---- gguf ----------------------------------------------------------------- */
+static inline void fuzz_gguf(const uint8_t *d, size_t n) {
+    ml_gguf g;
+    ml_err err = {{0}};
+    ml_status s = ml_gguf_parse(&g, d, n, &err);
+    FUZZ_ASSERT(s < ML_STATUS_COUNT && memchr(err.msg, 0, sizeof err.msg), "status or message");
+    if (s != ML_OK) {
+        FUZZ_ASSERT(err.msg[0], "failure without a message");
+        return;
+    }
+    unsigned sum = 0; /* every string and tensor byte the reader points at is in the buffer */
+    for (uint64_t i = 0; i < g.n_kv; i++) {
+        const ml_gguf_kv *kv = &g.kv[i];
+        FUZZ_ASSERT(kv->val >= d && kv->val_bytes <= n - (size_t)(kv->val - d), "value out of the file");
+        const unsigned char *at = kv->val;
+        if (kv->type == ML_GGUF_ARRAY && kv->arr_type == ML_GGUF_STRING)
+            for (uint64_t k = 0; k < kv->arr_n; k++) {
+                ml_gguf_str str = ml_gguf_arr_next_str(&at);
+                if (str.len) sum += (unsigned char)str.s[str.len - 1];
+            }
+    }
+    for (uint64_t i = 0; i < g.n_tensors; i++)
+        if (g.t[i].data) {
+            FUZZ_ASSERT(g.t[i].bytes <= n - (size_t)(g.t[i].data - d), "tensor out of the file");
+            sum += g.t[i].data[g.t[i].bytes - 1];
+        }
+    (void)sum;
+    ml_gguf_close(&g);
+    char path[64], out[96];
+    int fd = fuzz_memfd(d, n, path, sizeof path);
+    if (fd < 0) return;
+    snprintf(out, sizeof out, "/tmp/ml_fuzz_gguf_%d.mlb", (int)getpid());
+    s = ml_gguf_convert(path, out, &err);
+    FUZZ_ASSERT(s == ML_OK || err.msg[0], "conversion failed without a message");
+    if (s == ML_OK) { /* what converts loads, with its tokenizer */
+        ml_model m;
+        ml_open_opts oo = {.use_mmap = 1, .max_seq = 16, .n_threads = 1};
+        s = ml_model_open(&m, out, &oo, &err);
+        FUZZ_ASSERT(s == ML_OK || s == ML_E_NOMEM, "a converted GGUF does not load");
+        if (s == ML_OK) {
+            ml_tok t;
+            s = ml_tok_load_or_embedded(&t, NULL, m.tokenizer.data, m.tokenizer.len, m.cfg.vocab, &err);
+            FUZZ_ASSERT(s == ML_OK, "a converted GGUF's tokenizer does not load");
+            ml_tok_free(&t);
+            ml_model_close(&m);
+        }
+        unlink(out);
+    }
+    close(fd);
 }
 
 /* ---- cli -------------------------------------------------------------------- */

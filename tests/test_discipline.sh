@@ -17,7 +17,8 @@ cd "$(dirname "$0")/.."
 . tests/sh_lib.sh
 
 # The load-time allocations: arena, read fallback, thread pool, tokenizers,
-# the speculation context (sized once at set-up);
+# the speculation context (sized once at set-up); the GGUF reader and
+# converter (model/gguf*.c: before a load, converting ml_run -m X.gguf);
 # core/mem.c is the aligned allocator the first two call (its own callers
 # are checked like any allocation: ml_aligned_alloc is in ALLOC_RE; "-" is
 # file scope, i.e. its declaration and definition).
@@ -32,6 +33,11 @@ model/tokenizer.c:build
 model/bpe.c:build
 model/bpe.c:sort_specials
 model/speculate.c:ml_spec_init
+model/gguf.c:parse
+model/gguf_mlb.c:check_tensors
+model/gguf_mlb.c:read_tokenizer
+model/gguf_mlb.c:read_bpe
+model/gguf_mlb.c:write_body
 "
 LIB_DIRS="core model ops kernels config"
 PRINT_RE='exit|_Exit|_exit|quick_exit|abort|assert|printf|fprintf|vprintf|vfprintf|dprintf|puts|fputs|putchar|perror'

@@ -4,13 +4,15 @@
  * the padding before, the middle and the last byte of every array; arrays
  * laid out at other alignments; a NaN in every scale and norm array; a Q8_0
  * -128 in every quant array; a tokenizer.bin cut at every byte and with each
- * entry's length running past the end. Each case expects the exact ml_status and a message naming the
+ * entry's length running past the end; a GGUF cut at every byte and with each
+ * count, length, type, dimension and offset corrupted. Each case expects the exact ml_status and a message naming the
  * field or tensor, through both the mmap and the read path. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "model/gguf.h"
 #include "model/mlb_random.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
@@ -367,6 +369,125 @@ static void test_tokenizer_walk(void) {
     GROUP_DONE("tokenizer.bin of another vocab -> ML_E_FORMAT naming both sizes", f0);
 }
 
+/* ---- GGUF (model/gguf.h) ------------------------------------------------------ */
+
+typedef struct {
+    unsigned char b[1024];
+    size_t n;
+} gbuf;
+
+static void g_put(gbuf *g, uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; i++) g->b[g->n++] = (unsigned char)(v >> 8 * i);
+}
+static void g_str(gbuf *g, const char *s) {
+    g_put(g, strlen(s), 8);
+    memcpy(g->b + g->n, s, strlen(s));
+    g->n += strlen(s);
+}
+
+/* A valid GGUF v3: 3 metadata entries (a string, a string array, the
+ * alignment), an F32 vector and a Q8_0 matrix (2 rows of 32). at[]: the byte
+ * offsets of the fields the cases corrupt. */
+enum { AT_NKV, AT_KEYLEN, AT_ARRTYPE, AT_ARRN, AT_ALIGN, AT_NDIMS, AT_NE0, AT_TYPE1, AT_OFF1, AT_COUNT };
+static size_t g_make(gbuf *g, size_t at[AT_COUNT]) {
+    g->n = 0;
+    memcpy(g->b, "GGUF", 4), g->n = 4;
+    g_put(g, 3, 4);
+    g_put(g, 2, 8); /* tensors */
+    at[AT_NKV] = g->n;
+    g_put(g, 3, 8);
+    at[AT_KEYLEN] = g->n;
+    g_str(g, "general.architecture"), g_put(g, ML_GGUF_STRING, 4), g_str(g, "llama");
+    g_str(g, "tokenizer.ggml.tokens"), g_put(g, ML_GGUF_ARRAY, 4);
+    at[AT_ARRTYPE] = g->n;
+    g_put(g, ML_GGUF_STRING, 4);
+    at[AT_ARRN] = g->n;
+    g_put(g, 2, 8), g_str(g, "a"), g_str(g, "bc");
+    g_str(g, "general.alignment"), g_put(g, ML_GGUF_U32, 4);
+    at[AT_ALIGN] = g->n;
+    g_put(g, 64, 4);
+    g_str(g, "v");
+    at[AT_NDIMS] = g->n;
+    g_put(g, 1, 4);
+    at[AT_NE0] = g->n;
+    g_put(g, 4, 8), g_put(g, ML_GGML_F32, 4), g_put(g, 0, 8);
+    g_str(g, "m"), g_put(g, 2, 4), g_put(g, 32, 8), g_put(g, 2, 8);
+    at[AT_TYPE1] = g->n;
+    g_put(g, ML_GGML_Q8_0, 4);
+    at[AT_OFF1] = g->n;
+    g_put(g, 64, 8);
+    while (g->n % 64) g->b[g->n++] = 0;
+    memset(g->b + g->n, 0, 64 + 68);
+    g->n += 64 + 68; /* the vector (16 bytes, padded), then 2 Q8_0 blocks */
+    return g->n;
+}
+
+static void gguf_expect(const gbuf *g, ml_status want, const char *part, const char *what) {
+    ml_gguf gg;
+    ml_err err = {{0}};
+    ml_status s = ml_gguf_parse(&gg, g->b, g->n, &err);
+    CHECK(s == want && (want == ML_OK || (err.msg[0] && strstr(err.msg, part))), "%s: got %s: %s (want %s, '%s')", what,
+          ml_status_name(s), err.msg, ml_status_name(want), part);
+    if (s == ML_OK) ml_gguf_close(&gg);
+}
+
+static void test_gguf_walk(void) {
+    int f0 = tl_failed;
+    gbuf g;
+    size_t at[AT_COUNT];
+    size_t n = g_make(&g, at);
+    gguf_expect(&g, ML_OK, "", "the valid GGUF");
+    ml_gguf gg;
+    if (ml_gguf_parse(&gg, g.b, g.n, NULL) == ML_OK) {
+        const ml_gguf_kv *kv = ml_gguf_find(&gg, "tokenizer.ggml.tokens");
+        const unsigned char *p = kv ? kv->val : NULL;
+        ml_gguf_str a = p ? ml_gguf_arr_next_str(&p) : (ml_gguf_str){0, 0}, b = p ? ml_gguf_arr_next_str(&p) : a;
+        CHECK(kv && kv->arr_n == 2 && ml_gguf_str_is(a, "a") && ml_gguf_str_is(b, "bc"), "the string array");
+        CHECK(gg.alignment == 64 && gg.n_tensors == 2 && gg.t[1].bytes == 68 && gg.t[1].data == g.b + gg.data_off + 64,
+              "alignment %u, tensor sizes and offsets", gg.alignment);
+        ml_gguf_close(&gg);
+    }
+    /* every cut before the end of the last tensor */
+    int cuts = 0;
+    for (size_t k = 0; k < n; k++) {
+        gbuf c = g;
+        c.n = k;
+        char what[48];
+        snprintf(what, sizeof what, "cut at byte %zu", k);
+        gguf_expect(&c, ML_E_FORMAT, k < 4 ? "magic" : "GGUF", what);
+        cuts++;
+    }
+    static const struct { int field; uint64_t v; int bytes; const char *part, *what; } bad[] = {
+        {-1, 4, 4, "version 4", "version 4"},
+        {-1, 3u << 24, 4, "big-endian", "a big-endian version"},
+        {AT_NKV, UINT64_MAX, 8, "do not fit", "metadata count 2^64-1"},
+        {AT_KEYLEN, UINT64_MAX / 2, 8, "metadata entry 0", "key length past the end"},
+        {AT_ARRTYPE, ML_GGUF_ARRAY, 4, "array of element type 9", "a nested array"},
+        {AT_ARRTYPE, 13, 4, "array of element type 13", "an unknown element type"},
+        {AT_ARRN, UINT64_MAX, 8, "metadata entry 1", "array count 2^64-1"},
+        {AT_ALIGN, 48, 4, "general.alignment", "alignment 48"},
+        {AT_NDIMS, 5, 4, "5 dimensions", "5 dimensions"},
+        {AT_NE0, 0, 8, "dimension 0 is 0", "an empty dimension"},
+        {AT_NE0, UINT64_MAX, 8, "too many elements", "2^64-1 elements"},
+        {AT_TYPE1, ML_GGML_Q4_K, 4, "not a multiple of its type's block of 256", "a Q4_K row of 32"},
+        {AT_OFF1, 65, 8, "not a multiple of the file's alignment 64", "a misaligned tensor"},
+        {AT_OFF1, 128, 8, "run past the end", "a tensor past the end"},
+        {AT_OFF1, UINT64_MAX - 63, 8, "run past the end", "a tensor at offset 2^64-64"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        gbuf c = g;
+        size_t o = bad[i].field < 0 ? 4 : at[bad[i].field];
+        c.n = o;
+        g_put(&c, bad[i].v, bad[i].bytes);
+        c.n = n;
+        gguf_expect(&c, ML_E_FORMAT, bad[i].part, bad[i].what);
+    }
+    char what[128];
+    snprintf(what, sizeof what, "GGUF reader: cut at each of %d bytes, %d corrupt fields -> ML_E_FORMAT naming them",
+             cuts, (int)(sizeof bad / sizeof *bad));
+    GROUP_DONE(what, f0);
+}
+
 int ml_main(int argc, char **argv) {
     (void)argc, (void)argv;
     strcpy(path, "/tmp/ml_malformed_XXXXXX");
@@ -381,6 +502,7 @@ int ml_main(int argc, char **argv) {
     test_mlb_walk(ML_TYPE_Q8_0, 1);
     test_mlb_walk(ML_TYPE_Q4_0, 1);
     test_tokenizer_walk();
+    test_gguf_walk();
     unlink(path);
     return tl_summary();
 }

@@ -1,0 +1,40 @@
+/* A GGUF file converted, in C, into a .mlb version 2 (model/mlb.h) with its
+ * tokenizer embedded: the same bytes as `python3 tools/convert.py X.gguf
+ * out.mlb` for what this converter takes (README, "Running a GGUF file"):
+ *   architectures llama, qwen2 (q/k/v biases) and qwen3 (q/k norms), their
+ *   q/k rows permuted from rotate-halves into our interleaved pairs as
+ *   tools/gguf_in.py does; a SentencePiece vocabulary (tokenizer.ggml.model
+ *   "llama", embedded as llama2.c's tokenizer.bin) or a byte-level BPE one
+ *   ("gpt2", embedded as the tokenizer file of model/bpe.h, tools/tokfile.py's
+ *   bytes; pre-tokenizers gpt-2, llama-bpe, qwen2, smollm); no rope_freqs (Llama 3
+ *   scaling); hidden_dim zero-padded to a multiple of 32 as convert.py does;
+ *   tensor types Q8_0 and Q4_0 (copied block for block when they are the
+ *   output's type, the fp16 scale widened to fp32 exactly) and F32, F16,
+ *   BF16 (quantized with the Python converter's rounding). The output is
+ *   Q4_0 when the file has Q4_0 matrices and no Q8_0 ones, else Q8_0.
+ * Anything else is ML_E_FORMAT naming it and pointing to tools/convert.py.
+ * The GGUF is only read; the .mlb is written atomically (core/outfile.h). */
+#ifndef ML_GGUF_MLB_H
+#define ML_GGUF_MLB_H
+
+#include <stddef.h>
+
+#include "core/status.h"
+
+/* Convert gguf_path into mlb_path. */
+ml_status ml_gguf_convert(const char *gguf_path, const char *mlb_path, ml_err *err);
+
+/* The cache folder: $ML_CACHE_DIR, else $XDG_CACHE_HOME/legacy-ml, else
+ * $HOME/.cache/legacy-ml (%LOCALAPPDATA%\legacy-ml on Windows). */
+ml_status ml_gguf_cache_dir(char *dir, size_t cap, ml_err *err);
+
+/* The cached .mlb of gguf_path: <cache>/<name>-<16 hex>.mlb, the hex a hash
+ * of the GGUF's absolute path, size and modification time (and of this
+ * converter's version), so it is reused while the GGUF is unchanged.
+ * *fresh = 1 when it exists already. Creates the cache folder. */
+ml_status ml_gguf_cache_path(const char *gguf_path, char *mlb_path, size_t cap, int *fresh, ml_err *err);
+
+/* 1 if path is a readable file that starts with the GGUF magic. */
+int ml_gguf_is_file(const char *path);
+
+#endif

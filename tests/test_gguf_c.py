@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""ml_run -m X.gguf (model/gguf_mlb.c): the C converter's cached .mlb is
+byte-identical to `python3 tools/convert.py X.gguf out.mlb` for the GGUFs it
+takes, the cache is reused while the GGUF is unchanged and redone when it
+changes, and what it does not take is refused naming it and tools/convert.py.
+
+GGUF files as tests/test_gguf.py writes them (the `gguf` package): stories260K
+(hidden_dim 172: the FFN padding) in F32, F16, BF16, Q8_0, Q4_0; a random
+1-layer model with GQA, an unshared classifier and a chat template; the tiny
+Qwen2 and Qwen3 models of tools/gguf_random.py (Q8_0, F32); byte-level BPE
+vocabularies under each pre-tokenizer (the tokenizer file of tools/tokfile.py).
+Run from the repo root. env: MODELS (stories260K groups skip loudly without
+it), BUILD (folder with ml_run), RUNNER. Protocol as tests/test_convert.py.
+"""
+import glob
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import test_gguf as tg  # noqa: E402  (its writers; imports test_convert, gguf_out)
+
+BUILD = tg.BUILD
+ML_RUN = os.path.join(BUILD, "ml_run")
+
+
+def ml_run(gguf_path, cache, *args):
+    env = dict(os.environ, ML_CACHE_DIR=cache)
+    p = subprocess.run(tg.RUNNER + [ML_RUN, "-m", gguf_path, "-n", "6", "-i", "Once", "--temp", "0", *args],
+                       capture_output=True, env=env, timeout=300)
+    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+
+def same_as_python(g, label, path, cache, tmp):
+    want = os.path.join(tmp, "py.mlb")
+    rc, _, se = tg.run(tg.CONVERT, path, want)
+    if not g.check(rc == 0, f"{label}: convert.py exit {rc}: {se[-300:]}"):
+        return
+    rc, so, se = ml_run(path, cache)
+    if not g.check(rc == 0 and "converting" in se and "(once" in se, f"{label}: ml_run exit {rc}: {se[-400:]}"):
+        return
+    got = [f for f in glob.glob(os.path.join(cache, "*.mlb")) if os.path.basename(path)[:-5] in f]
+    if not g.check(len(got) == 1, f"{label}: cached files {got}"):
+        return
+    a, b = open(got[0], "rb").read(), open(want, "rb").read()
+    first = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), None)
+    g.check(a == b, f"{label}: C {len(a)} bytes, Python {len(b)} bytes, first difference at {first}")
+    rc2, so2, se2 = ml_run(path, cache)
+    g.check(rc2 == 0 and "converting" not in se2 and so2 == so, f"{label}: second run: exit {rc2}, {se2[-300:]}")
+
+
+def stories(rep, tmp, cache):
+    cfg, w = tg.ref_forward.load_legacy(os.path.join(tg.S260, "stories260K.bin"))
+    meta = tg.llama_meta(dict(cfg, max_seq=cfg["seq_len"]), tg.tok512_vocab())
+    for qt in ("F32", "F16", "BF16", "Q8_0", "Q4_0"):
+        with rep.group(f"stories260K {qt} GGUF: the C conversion == convert.py, byte for byte") as g:
+            path = os.path.join(tmp, f"s260_{qt}.gguf")
+            tg.write_gguf(path, meta, tg.llama_tensors(w, qt))
+            same_as_python(g, qt, path, cache, tmp)
+
+
+def small(rep, tmp, cache):
+    rng = np.random.RandomState(3)
+    c, meta, t = tg.small_model(rng)
+    t["output.weight"] = (rng.randn(300, 32) * 0.1).astype(np.float32)
+    meta["tokenizer.chat_template"] = ("{% for m in messages %}{{ m.content }}{% endfor %}", tg.V.STRING, None)
+    meta["tokenizer.ggml.eot_token_id"] = (2, tg.V.UINT32, None)
+    for qt in ("F16", "Q8_0"):
+        with rep.group(f"random 1-layer {qt} GGUF (GQA, unshared classifier, chat template) == convert.py") as g:
+            path = os.path.join(tmp, f"small_{qt}.gguf")
+            tt = {k: tg.encode(v, qt) for k, v in t.items()}
+            tg.write_gguf(path, meta, tt)
+            same_as_python(g, qt, path, cache, tmp)
+    with rep.group("a changed GGUF is converted again; refusals name what and point to tools/convert.py") as g:
+        path = os.path.join(tmp, "small_Q8_0.gguf")
+        st = os.stat(path)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+        rc, _, se = ml_run(path, cache)
+        g.check(rc == 0 and "converting" in se, f"touched GGUF: exit {rc}, {se[-300:]}")
+        bad = dict(meta)
+        bad["general.architecture"] = ("gemma", tg.V.STRING, None)
+        p = os.path.join(tmp, "arch.gguf")
+        tg.write_gguf(p, bad, t)
+        rc, _, se = ml_run(p, cache)
+        g.check(rc == 1 and "'gemma'" in se and "tools/convert.py" in se, f"architecture: exit {rc}, {se[-300:]}")
+        kq = os.path.join(tmp, "kq.gguf")
+        kc, kmeta, kt = tg.kquant_model(np.random.RandomState(7))
+        tg.write_gguf(kq, kmeta, kt)
+        rc, _, se = ml_run(kq, cache)
+        g.check(rc == 1 and "Q4_K" in se and "tools/convert.py" in se, f"K-quants: exit {rc}, {se[-300:]}")
+        data = open(path, "rb").read()
+        for cut in (3, 20, 200, len(data) // 2, len(data) - 40):
+            p = os.path.join(tmp, f"cut{cut}.gguf")
+            open(p, "wb").write(data[:cut] if cut > 3 else b"GGUF")
+            rc, _, se = ml_run(p, cache)
+            g.check(rc == 1 and "ML_E_FORMAT" in se, f"truncated at {cut}: exit {rc}, {se[-300:]}")
+        g.check(not glob.glob(os.path.join(cache, "*.tmp*")) and not glob.glob(os.path.join(cache, ".*")),
+                f"temporaries left: {os.listdir(cache)}")
+
+
+def families(rep, tmp, cache):
+    """Qwen2 (q/k/v biases) and Qwen3 (q/k norms, head_dim 32 with dim 64):
+    tools/gguf_random.py's tiny models, Q8_0 and F32; Llama 3's rope_freqs
+    is refused, pointing to convert.py."""
+    gen = os.path.join(tg.ROOT, "tools", "gguf_random.py")
+    for fam in ("qwen2", "qwen3", "llama3"):
+        for qt in ("q8_0", "f32"):
+            with rep.group(f"{fam} {qt.upper()} GGUF (gguf_random.py): " +
+                           ("refused naming rope_freqs" if fam == "llama3" else
+                            "the C conversion == convert.py (the q/k permutation)")) as g:
+                path = os.path.join(tmp, f"{fam}_{qt}.gguf")
+                rc, _, se = tg.run(gen, "--qtype", qt, "--seed", "7", fam, path)
+                if not g.check(rc == 0, f"gguf_random.py: {se[-300:]}"):
+                    continue
+                if fam != "llama3":
+                    same_as_python(g, f"{fam} {qt}", path, cache, tmp)
+                    continue
+                rc, _, se = ml_run(path, cache)
+                g.check(rc == 1 and "rope_freqs" in se and "tools/convert.py" in se, f"exit {rc}: {se[-300:]}")
+
+
+def bpe_vocab(n=300):
+    """A byte-level BPE vocabulary of n tokens in GGUF form (GPT-2's printable
+    characters): the 256 bytes in a shuffled order, merges of common pairs and
+    of merges, then <|endoftext|>, <|im_end|> (control) and <tool> (user)."""
+    import tokfile
+    rng = np.random.RandomState(11)
+    bmap = tokfile.byte_to_unicode()
+    tokens = [bmap[b] for b in rng.permutation(256)]
+    merges = []
+    words = ["th", "he", "in", "an", " t", " a", "er", "on", "the", " th", "and", "ing", " the", "ll", "ell",
+             "hell", "hello", " w", "or", "wor", "world", " world", "12", "123", "ä", "中文"]
+    for w in words:
+        raw = w.encode()
+        text = "".join(bmap[b] for b in raw)
+        if text in tokens:
+            continue
+        for cut in range(len(text) - 1, 0, -1):  # the longest known left part
+            if text[:cut] in tokens and text[cut:] in tokens:
+                merges.append(f"{text[:cut]} {text[cut:]}")
+                tokens.append(text)
+                break
+    specials = ["<|endoftext|>", "<|im_end|>", "<tool>"]
+    while len(tokens) < n - len(specials):
+        tokens.append(f"[PAD{len(tokens)}]")
+    types = [1] * len(tokens)
+    types[-1] = 5  # an unused one
+    tokens += specials
+    types += [3, 3, 4]
+    return tokens, types, merges
+
+
+def bpe(rep, tmp, cache):
+    """A Llama model with a byte-level BPE vocabulary (SmolLM2's form) and a
+    Qwen2 one (qwen2 pre-tokenizer): the C-written tokenizer file is
+    tools/tokfile.py's, so the .mlb is byte-identical."""
+    rng = np.random.RandomState(4)
+    c, meta, t = tg.small_model(rng)
+    tokens, types, merges = bpe_vocab(300)
+    for k in [k for k in meta if k.startswith("tokenizer.")]:
+        del meta[k]
+    V = tg.V
+    meta.update({"tokenizer.ggml.model": ("gpt2", V.STRING, None),
+                 "tokenizer.ggml.tokens": (tokens, V.ARRAY, V.STRING),
+                 "tokenizer.ggml.token_type": (types, V.ARRAY, V.INT32),
+                 "tokenizer.ggml.merges": (merges, V.ARRAY, V.STRING),
+                 "tokenizer.ggml.bos_token_id": (297, V.UINT32, None),
+                 "tokenizer.ggml.eos_token_id": (297, V.UINT32, None),
+                 "tokenizer.chat_template": ("{{ messages }}", V.STRING, None)})
+    for pre, add_bos in (("smollm", False), ("llama-bpe", True), ("qwen2", False), ("gpt-2", True)):
+        with rep.group(f"byte-level BPE GGUF (pre {pre}, add_bos {add_bos}): the C conversion == convert.py") as g:
+            m = dict(meta)
+            m["tokenizer.ggml.pre"] = (pre, V.STRING, None)
+            m["tokenizer.ggml.add_bos_token"] = (add_bos, V.BOOL, None)
+            path = os.path.join(tmp, f"bpe_{pre}.gguf")
+            tg.write_gguf(path, m, {k: tg.encode(v, "Q8_0") for k, v in t.items()})
+            same_as_python(g, f"BPE {pre}", path, cache, tmp)
+    with rep.group("byte-level BPE GGUF refusals: a merge of unknown tokens, a token outside GPT-2's map") as g:
+        for label, edit, want in (
+                ("merge", lambda m: m.__setitem__("tokenizer.ggml.merges", (merges + ["zz qq"], V.ARRAY, V.STRING)),
+                 "names a token the vocabulary lacks"),
+                ("token", lambda m: m.__setitem__("tokenizer.ggml.tokens",
+                                                  (tokens[:5] + ["中"] + tokens[6:], V.ARRAY, V.STRING)),
+                 "GPT-2's byte map")):
+            m = dict(meta)
+            edit(m)
+            path = os.path.join(tmp, f"bpe_bad_{label}.gguf")
+            tg.write_gguf(path, m, t)
+            rc, _, se = ml_run(path, cache)
+            g.check(rc == 1 and want in se, f"{label}: exit {rc}: {se[-300:]}")
+
+
+def run_all(rep, tmp):
+    cache = os.path.join(tmp, "cache")
+    if os.path.exists(os.path.join(tg.S260, "stories260K.bin")):
+        stories(rep, tmp, cache)
+    else:
+        rep.skip("stories260K GGUFs", f"{tg.S260} is absent", 5)
+    small(rep, tmp, cache)
+    families(rep, tmp, cache)
+    bpe(rep, tmp, cache)
+
+
+def main():
+    rep = tg.Report()
+    if tg.gguf is None:  # CI installs it: a missing package is a failure, not a skip
+        rep.failed += 1
+        print(f"FAIL - the gguf package is not importable ({tg.GGUF_MISSING})")
+        return rep.summary()
+    return rep.run("test_gguf_c", run_all)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# ml_run -m X.gguf (model/gguf_mlb.c, README "Running a GGUF file"): the
+# first run converts the GGUF into the cache folder and says so, the cached
+# .mlb has the bytes tools/convert.py writes for it (SHA-256 below, of the
+# fuzz seeds fuzz/corpus/gguf/: dim 32; Llama Q8_0 and Q4_0 with the FFN padded
+# from 48; Qwen2 Q4_0 with biases and a byte-level BPE vocabulary),
+# later runs map it silently with the same output, a changed GGUF is converted
+# again, ML_CACHE_DIR / XDG_CACHE_HOME / HOME pick the folder, ml_tokenize and
+# ml_perplexity take the GGUF too, and a damaged GGUF or an unwritable cache
+# is a clear error (exit 1), the GGUF untouched. Cheap: no Python, tiny files.
+# env: BUILD RUNNER
+set -u
+cd "$(dirname "$0")/.."
+. tests/sh_lib.sh
+need_exe "$BUILD/ml_run"
+scratch
+RUN() { $RUNNER "$BUILD/ml_run" "$@"; }
+declare -A WANT=(
+    [q8_0]=617fc40fbe63cf1b8c690e409b2813534199e076d6c1113e0206f4c273283396
+    [q4_0]=71c7184e92bada6f72268965b6d7061882be440d471668af2f79aa0a638cdaeb
+    [qwen2_bpe_q4_0]=bffdcc00f7022164b771f37c1a78e27f943e68f6877e314bcfb8ecc393a90c0c
+)
+for q in q8_0 q4_0 qwen2_bpe_q4_0; do
+    src=fuzz/corpus/gguf/llama_$q.gguf
+    [ -f "$src" ] || src=fuzz/corpus/gguf/$q.gguf
+    g=$tmp/llama_$q.gguf
+    cp "$src" "$g"
+    before=$(sha256sum <"$g")
+    out1=$(ML_CACHE_DIR=$tmp/cache RUN -m "$g" -n 8 --temp 0 -i "a" 2>"$tmp/err1") rc1=$?
+    out2=$(ML_CACHE_DIR=$tmp/cache RUN -m "$g" -n 8 --temp 0 -i "a" 2>"$tmp/err2") rc2=$?
+    mlb=$(ls "$tmp"/cache/llama_"$q"-*.mlb 2>/dev/null)
+    if [ $rc1 -eq 0 ] && grep -q "converting $g into the cache $tmp/cache/llama_$q-.*\.mlb (once" "$tmp/err1"; then
+        ok "first run: $q GGUF converted into the cache, saying so"
+    else
+        bad "first run: $q GGUF: exit $rc1, $(tail -c 300 "$tmp/err1")"
+    fi
+    got=$(sha256sum <"$mlb" 2>/dev/null | cut -d' ' -f1)
+    [ "$got" = "${WANT[$q]}" ] && ok "the cached .mlb: $q: the bytes of tools/convert.py" ||
+        bad "the cached .mlb: $q: sha256 $got, convert.py writes ${WANT[$q]}"
+    [ $rc2 -eq 0 ] && ! grep -q converting "$tmp/err2" && [ "$out1" = "$out2" ] && [ -n "$out1" ] &&
+        ok "second run: $q: the cache reused, the same text" || bad "second run: $q: exit $rc2, $(tail -c 300 "$tmp/err2")"
+    [ "$(sha256sum <"$g")" = "$before" ] && ok "the GGUF: $q: untouched" || bad "the GGUF: $q: changed"
+done
+
+g=$tmp/llama_q8_0.gguf
+touch -d '2001-01-01' "$g"
+ML_CACHE_DIR=$tmp/cache RUN -m "$g" -n 2 2>"$tmp/err" >/dev/null
+[ $? -eq 0 ] && grep -q converting "$tmp/err" && [ "$(ls "$tmp"/cache/llama_q8_0-*.mlb | wc -l)" = 2 ] &&
+    ok "a changed GGUF (its mtime): converted again, under a new name" || bad "a changed GGUF: $(tail -c 300 "$tmp/err")"
+
+mkdir -p "$tmp/xdg" "$tmp/home"
+env -u ML_CACHE_DIR XDG_CACHE_HOME=$tmp/xdg $RUNNER "$BUILD/ml_run" -m "$g" -n 2 >/dev/null 2>&1
+env -u ML_CACHE_DIR -u XDG_CACHE_HOME HOME=$tmp/home $RUNNER "$BUILD/ml_run" -m "$g" -n 2 >/dev/null 2>&1
+ls "$tmp"/xdg/legacy-ml/llama_q8_0-*.mlb >/dev/null 2>&1 && ls "$tmp"/home/.cache/legacy-ml/llama_q8_0-*.mlb >/dev/null 2>&1 &&
+    ok "the cache folder: \$XDG_CACHE_HOME/legacy-ml, else ~/.cache/legacy-ml" || bad "the cache folder: $(ls -R "$tmp/xdg" "$tmp/home")"
+
+for p in ml_tokenize ml_perplexity; do
+    [ -x "$BUILD/$p" ] || continue
+    ML_CACHE_DIR=$tmp/cache $RUNNER "$BUILD/$p" -m "$g" -h >/dev/null 2>&1
+    if [ "$p" = ml_tokenize ]; then
+        o=$(ML_CACHE_DIR=$tmp/cache $RUNNER "$BUILD/$p" -m "$g" -i "a b" 2>"$tmp/err")
+    else
+        head -c 3000 /dev/zero | tr '\0' 'a' >"$tmp/text"
+        o=$(ML_CACHE_DIR=$tmp/cache $RUNNER "$BUILD/$p" -m "$g" -f "$tmp/text" -c 16 2>"$tmp/err")
+    fi
+    [ $? -eq 0 ] && [ -n "$o" ] && ok "$p -m X.gguf: runs on the cached model" || bad "$p -m X.gguf: $(tail -c 300 "$tmp/err")"
+done
+
+head -c 2000 "$g" >"$tmp/cut.gguf"
+ML_CACHE_DIR=$tmp/cache RUN -m "$tmp/cut.gguf" -n 2 >/dev/null 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q "running the GGUF file $tmp/cut.gguf failed (ML_E_FORMAT)" "$tmp/err" &&
+    ! ls "$tmp"/cache/cut-* >/dev/null 2>&1 && ok "a truncated GGUF: ML_E_FORMAT, exit 1, nothing cached" ||
+    bad "a truncated GGUF: $(tail -c 300 "$tmp/err")"
+if [ "$(id -u)" != 0 ]; then
+    mkdir -p "$tmp/ro" && chmod 500 "$tmp/ro"
+    ML_CACHE_DIR=$tmp/ro/c RUN -m "$g" -n 2 >/dev/null 2>"$tmp/err"
+    [ $? -eq 1 ] && grep -q "cache folder" "$tmp/err" && ok "an unwritable cache: a clear error, exit 1" ||
+        bad "an unwritable cache: $(tail -c 300 "$tmp/err")"
+else
+    ML_CACHE_DIR=$g/c RUN -m "$g" -n 2 >/dev/null 2>"$tmp/err"
+    [ $? -eq 1 ] && grep -q "cache folder" "$tmp/err" && ok "an unusable cache folder (under a file): a clear error, exit 1" ||
+        bad "an unusable cache folder: $(tail -c 300 "$tmp/err")"
+fi
+finish
