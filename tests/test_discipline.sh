@@ -30,6 +30,7 @@ core/threads.c:ml_pool_create
 model/tokenizer.c:build
 model/bpe.c:build
 model/bpe.c:sort_specials
+model/chat.c:ml_chat_init
 "
 LIB_DIRS="core model ops kernels config"
 PRINT_RE='exit|_Exit|_exit|quick_exit|abort|assert|printf|fprintf|vprintf|vfprintf|dprintf|puts|fputs|putchar|perror'
