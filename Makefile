@@ -162,7 +162,7 @@ $(BUILD)/obj/%.o: %.c
 $(BUILD)/ml_run $(BUILD)/ml_bench $(BUILD)/ml_perplexity $(BUILD)/ml_tokenize: $(BUILD)/%: $(BUILD)/obj/app/%.o $(APP_OBJ) $(GUARD_OBJ) $(LIB_OBJ)
 	$(Q)$(call show,LD,$@)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 $(BUILD)/ml_perplexity: $(call obj,app/perplexity.c)
-$(BUILD)/ml_run: $(call obj,app/run_text.c)
+$(BUILD)/ml_run: $(call obj,app/run_text.c app/chat.c)
 $(BUILD)/ml_bench: $(call obj,$(wildcard app/bench_*.c)) $(TEST_LIB_OBJ)
 $(TESTS): $(BUILD)/%: $(BUILD)/obj/tests/%.o $(GUARD_OBJ) $(LIB_OBJ) $(TEST_LIB_OBJ)
 	$(Q)$(call show,LD,$@)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(TEST_LDFLAGS_$(notdir $@))

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "app/chat.h"
 #include "app/cli.h"
 #include "app/exit_codes.h"
 #include "app/run_text.h"
@@ -50,6 +51,8 @@ static void usage(FILE *f) {
             "  --no-mmap      read the model into memory instead of mapping it\n"
             "  --logits FILE  write each position's logits (float32 x vocab) to FILE\n"
             "  --ids FILE     write the token ids (prompt, then generated), one per line\n"
+            "  --chat         chat on stdin/stdout (app/chat.c): --chat-template NAME\n"
+            "                 (chatml, llama3, zephyr, llama2), --system TEXT; -n caps a reply\n"
             "  --cpu-info     print what this CPU supports and which build to use\n"
             "                 (--cpu-info --json: the same as one line of JSON)\n"
             "  --version      print the version and the build, and exit\n"
@@ -201,6 +204,7 @@ static int finish_outputs(out_file *outs, int n, int rc) {
 /* ---- main -------------------------------------------------------------- */
 
 int ml_main(int argc, char **argv) {
+    if (ml_chat_wanted(argc, argv)) return ml_chat_main(argc, argv); /* app/chat.c */
     ml_run_opts o;
     int rc = parse_args(argc, argv, &o);
     if (rc != ML_CLI_RUN) return rc;
