@@ -186,6 +186,10 @@ int ml_chat_main(int argc, char **argv) {
         if (rc == ML_EXIT_USAGE) fprintf(stderr, "ml_run --chat: %s (ml_run -h lists the options)\n", msg);
         return rc == ML_EXIT_OK ? ML_EXIT_USAGE : rc;
     }
+    if (*o.prompt || o.prompt_file || o.logits_path || o.ids_path || o.n_stops) {
+        fprintf(stderr, "ml_run --chat: the messages come from stdin; -i, -f, --stop, --logits and --ids do not apply\n");
+        return ML_EXIT_USAGE;
+    }
     /* The model's own template: the .mlb v2 chat_template (wired in by the
      * loader's owner); until then --chat-template names one. */
     const char *model_template = NULL;

@@ -52,6 +52,8 @@ rc=$?
 check "refusals: no template (the model has none): exit 2, names listed" "[ $rc -eq 2 ] && grep -q 'zephyr' '$tmp/n.err'"
 chat --chat-template zephyr --system </dev/null >/dev/null 2>&1
 check "refusals: --system without a value (exit 2)" "[ $? -eq 2 ]"
+chat --chat-template zephyr -i "Once" </dev/null >/dev/null 2>"$tmp/i.err"
+check "refusals: -i with --chat (exit 2)" "[ $? -eq 2 ] && grep -q stdin '$tmp/i.err'"
 
 # ---- Ctrl-C at the prompt ends the chat ---------------------------------------------
 if [ -n "$RUNNER" ]; then
