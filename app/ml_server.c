@@ -318,11 +318,10 @@ static void pump(server *sv, int wait_ms) {
             idx[n++] = i;
         }
     int r = poll(pf, (nfds_t)n, wait_ms);
-    for (int k = 0; r > 0 && k < n; k++) {
-        if (!pf[k].revents) continue;
-        if (idx[k] < 0) accept_conns(sv);
-        else if (sv->conns[idx[k]].state == C_READING) read_conn(sv, idx[k]);
-    }
+    /* The connections first (a closed one frees its slot), then the new ones. */
+    for (int k = 1; r > 0 && k < n; k++)
+        if (pf[k].revents && sv->conns[idx[k]].state == C_READING) read_conn(sv, idx[k]);
+    if (r > 0 && pf[0].revents) accept_conns(sv);
     double t = now();
     for (int i = 0; i < sv->o.max_queue; i++) {
         conn *c = &sv->conns[i];

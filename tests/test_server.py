@@ -227,8 +227,8 @@ def test_key_and_queue():
     p, port, _ = start("--api-key", "sesame", "--max-queue", "2")
     try:
         report(raw(port, b"GET /v1/models HTTP/1.1\r\n\r\n")[0] == 401, "key: no key -> 401")
-        report(raw(port, b"GET /v1/models HTTP/1.1\r\nAuthorization: Bearer sesame\r\n\r\n")[0] == 200,
-               "key: the key -> 200")
+        report(raw(port, b"GET /v1/models HTTP/1.1\r\nAuthorization: Bearer sesame\r\nConnection: close\r\n\r\n")[0]
+               == 200, "key: the key -> 200")
         idle = [raw(port, b"GET /health HTTP/1.1\r\n", read=False) for _ in range(2)]
         time.sleep(0.1)
         st = raw(port, b"GET /health HTTP/1.1\r\n\r\n")[0]
