@@ -108,8 +108,10 @@ obj = $(patsubst %,$(BUILD)/obj/%.o,$(basename $(1)))
 LIB_OBJ    := $(call obj,$(LIB_SRC) $(KERN_SRC) $(ASM_FILES))
 TEST_LIB_OBJ := $(call obj,$(TEST_LIB_SRC))
 GUARD_OBJ  := $(call obj,$(GUARD_SRC))
-APP_OBJ    := $(call obj,app/cli.c)
+APP_OBJ    := $(call obj,app/cli.c app/json.c app/http.c)
 PROGS      := $(BUILD)/ml_run $(BUILD)/ml_bench $(BUILD)/ml_perplexity $(BUILD)/ml_tokenize
+# ml_server: POSIX sockets (app/ml_server.c)
+PROGS      += $(BUILD)/ml_server
 TESTS      := $(patsubst tests/%.c,$(BUILD)/%,$(TEST_SRC))
 
 # `make` without ISA: the best build for this CPU (best); with ISA=x: all of build x.
@@ -174,14 +176,16 @@ $(BUILD)/obj/%.o: %.c
 $(BUILD)/ml_run $(BUILD)/ml_bench $(BUILD)/ml_perplexity $(BUILD)/ml_tokenize: $(BUILD)/%: $(BUILD)/obj/app/%.o $(APP_OBJ) $(GUARD_OBJ) $(LIB_OBJ)
 	$(Q)$(call show,LD,$@)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 $(BUILD)/ml_perplexity: $(call obj,app/perplexity.c)
-$(BUILD)/ml_run: $(call obj,app/run_text.c app/run_spec.c)
+$(BUILD)/ml_run: $(call obj,app/run_text.c app/run_spec.c app/chat.c)
+$(BUILD)/ml_server: $(BUILD)/obj/app/ml_server.o $(call obj,app/run_text.c) $(APP_OBJ) $(GUARD_OBJ) $(LIB_OBJ)
+	$(Q)$(call show,LD,$@)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 $(BUILD)/ml_bench: $(call obj,$(wildcard app/bench_*.c)) $(TEST_LIB_OBJ)
 $(TESTS): $(BUILD)/%: $(BUILD)/obj/tests/%.o $(GUARD_OBJ) $(LIB_OBJ) $(TEST_LIB_OBJ)
 	$(Q)$(call show,LD,$@)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(TEST_LDFLAGS_$(notdir $@))
 
 # test_noalloc counts the allocations our own objects make after load.
 # test_fuzz_regress replays fuzz inputs, ml_run's argument parser included.
-$(BUILD)/test_fuzz_regress: $(APP_OBJ)
+$(BUILD)/test_fuzz_regress $(BUILD)/test_http: $(APP_OBJ)
 TEST_LDFLAGS_test_noalloc := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

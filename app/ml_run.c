@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "app/chat.h"
 #include "app/cli.h"
 #include "app/exit_codes.h"
 #include "app/run_spec.h"
@@ -59,6 +60,8 @@ static void usage(FILE *f) {
             "  --draft-model FILE  speculative decoding with a smaller model of the same\n"
             "                 tokenizer drafting greedily (--draft N drafts a step, default 8;\n"
             "                 --draft-tokenizer FILE: its tokenizer, checked against -z's)\n"
+            "  --chat         chat on stdin/stdout (app/chat.c): --chat-template NAME\n"
+            "                 (chatml, llama3, zephyr, llama2), --system TEXT; -n caps a reply\n"
             "  --cpu-info     print what this CPU supports and which build to use\n"
             "                 (--cpu-info --json: the same as one line of JSON)\n"
             "  --version      print the version and the build, and exit\n"
@@ -210,6 +213,7 @@ static int finish_outputs(out_file *outs, int n, int rc) {
 /* ---- main -------------------------------------------------------------- */
 
 int ml_main(int argc, char **argv) {
+    if (ml_chat_wanted(argc, argv)) return ml_chat_main(argc, argv); /* app/chat.c */
     ml_run_opts o;
     int rc = parse_args(argc, argv, &o);
     if (rc != ML_CLI_RUN) return rc;

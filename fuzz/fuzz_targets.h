@@ -14,6 +14,12 @@
  *   gguf        a GGUF file -> ml_gguf_parse (every string and tensor touched),
  *               then ml_gguf_convert (path API on a memfd) into a temporary
  *               .mlb, which must then load with its embedded tokenizer
+ *   json        any bytes -> ml_json_parse (app/json.c, ml_server's bodies):
+ *               every string that parses is valid UTF-8 of its stated length,
+ *               and ml_json_put_string writes it back
+ *   http        any bytes -> ml_http_parse (app/http.c, ml_server's request
+ *               heads): a head never runs past the input, a refusal has a
+ *               4xx/5xx status and a reason
  *   bpe         a BPE tokenizer file (it starts with "MLBP") -> ml_bpe_load_buffer,
  *               then encode fixed texts with what loaded; any other bytes are
  *               text, encoded with a built-in BPE vocab under each
@@ -35,6 +41,8 @@
 #include <unistd.h>
 
 #include "app/cli.h"
+#include "app/http.h"
+#include "app/json.h"
 #include "app/exit_codes.h"
 #include "model/generate.h"
 #include "model/gguf.h"
@@ -442,6 +450,52 @@ static inline void fuzz_cli(const uint8_t *d, size_t n) {
                     "--lookup / --draft range");
         FUZZ_ASSERT(o.draft_model || (!o.draft && !o.draft_tokenizer), "--draft without --draft-model");
         FUZZ_ASSERT(!(o.lookup && o.draft_model), "--lookup with --draft-model");
+    }
+    free(buf);
+}
+
+/* ---- json: ml_server's request bodies ---- */
+static inline void fuzz_json(const uint8_t *d, size_t n) {
+    static ml_json_node nodes[512];
+    static char out[1 << 17];
+    char *text = malloc(n + 1);
+    if (!text) return;
+    memcpy(text, d, n);
+    ml_json j = {.nodes = nodes, .cap = 512, .max_depth = 32};
+    if (ml_json_parse(&j, text, n) == 0) {
+        FUZZ_ASSERT(j.n >= 1 && j.n <= j.cap, "node count out of range");
+        for (int k = 0; k < j.n; k++) {
+            if (nodes[k].type != ML_JSON_STRING) continue;
+            FUZZ_ASSERT(strlen(nodes[k].str) == nodes[k].len, "a string's length is not its strlen");
+            FUZZ_ASSERT(ml_utf8_valid(nodes[k].str, nodes[k].len), "a parsed string is not valid UTF-8");
+            size_t o = 0;
+            FUZZ_ASSERT(nodes[k].len * 6 + 2 > sizeof out || !ml_json_put_string(out, sizeof out, &o, nodes[k].str, nodes[k].len),
+                        "put_string failed with room");
+        }
+        ml_json_get(&j, 0, "prompt");
+    } else {
+        FUZZ_ASSERT(j.msg[0], "a refusal without a reason");
+    }
+    free(text);
+}
+
+/* ---- http: ml_server's request heads ---- */
+static inline void fuzz_http(const uint8_t *d, size_t n) {
+    ml_http_req r;
+    int status = 0;
+    const char *why = NULL;
+    char *buf = malloc(n ? n : 1); /* exactly n bytes: ASan sees any read past them */
+    if (!buf) return;
+    memcpy(buf, d, n);
+    int rc = ml_http_parse(buf, n, 4096, 1 << 20, &r, &status, &why);
+    if (rc == 1) {
+        FUZZ_ASSERT(r.head_len >= 4 && r.head_len <= n && r.path[0] == '/', "a head past the input or a bad path");
+        FUZZ_ASSERT(r.content_length <= (1 << 20), "Content-Length over the limit");
+        FUZZ_ASSERT(!r.auth || (r.auth >= buf && r.auth + r.auth_len <= buf + r.head_len), "Authorization outside the head");
+    } else if (rc == -1) {
+        FUZZ_ASSERT(status >= 400 && status < 600 && why && *why, "a refusal without a status or reason");
+    } else {
+        FUZZ_ASSERT(rc == 0 && n < 4096, "more bytes wanted past the head limit");
     }
     free(buf);
 }

@@ -38,6 +38,7 @@ model/gguf_mlb.c:check_tensors
 model/gguf_mlb.c:read_tokenizer
 model/gguf_mlb.c:read_bpe
 model/gguf_mlb.c:write_body
+model/chat.c:ml_chat_init
 "
 LIB_DIRS="core model ops kernels config"
 PRINT_RE='exit|_Exit|_exit|quick_exit|abort|assert|printf|fprintf|vprintf|vfprintf|dprintf|puts|fputs|putchar|perror'

@@ -1,0 +1,839 @@
+/* ml_server: one loaded model behind the parts of the OpenAI HTTP API that
+ * clients use: POST /v1/completions and /v1/chat/completions (stream: true
+ * as server-sent events ending in "data: [DONE]"), GET /v1/models, GET
+ * /health. POSIX sockets (not built on Windows).
+ *
+ * One thread, one event loop: connections are read with poll() and a
+ * deadline; a complete request joins a queue; requests are served one at a
+ * time, in order, through ml_generate (the text of ml_run, byte for byte).
+ * Between two tokens the loop accepts and reads the others, so a slow or
+ * stalled client holds nobody up for longer than --timeout; a client that
+ * disconnects mid-reply ends its generation and frees its slot. Every buffer
+ * is allocated at start: per connection (--max-queue of them) a request
+ * buffer of --max-head + --max-body bytes; one response, one token buffer
+ * and one JSON node pool, shared by the request being served. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "app/cli.h"
+#include "app/exit_codes.h"
+#include "app/http.h"
+#include "app/json.h"
+#include "app/run_text.h"
+#include "config/ml_config.h"
+#include "model/chat.h"
+#include "model/generate.h"
+#include "model/model.h"
+#include "model/sampler.h"
+#include "model/tok.h"
+
+#ifndef MSG_NOSIGNAL
+#define MSG_NOSIGNAL 0
+#endif
+
+/* ---- options ------------------------------------------------------------------ */
+
+typedef struct {
+    const char *model, *tokenizer, *host, *api_key, *template_name, *name;
+    long port, threads, context, batch;
+    long max_queue, max_head, max_body, max_tokens, json_depth, timeout_ms;
+} srv_opts;
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: ml_server -m model.mlb -z tokenizer [options]\n"
+            "  -m FILE, -z FILE     the model and its tokenizer (as ml_run)\n"
+            "  --host ADDR          IPv4 address to listen on (default 127.0.0.1)\n"
+            "  --port N             TCP port (default 8080; 0: any free one, printed)\n"
+            "  --api-key KEY        require 'Authorization: Bearer KEY' on /v1/\n"
+            "  --chat-template NAME chatml, llama3, zephyr, llama2 (for /v1/chat/completions)\n"
+            "  --name NAME          the model's id in the API (default: the file name)\n"
+            "  -t N, -c N, -b N     threads, context cap, prompt batch (as ml_run)\n"
+            "  --max-queue N        connections held at once, served in turn (default 16)\n"
+            "  --max-tokens N       the largest max_tokens a request may ask (default 4096)\n"
+            "  --max-body N         request body bytes (default 262144)\n"
+            "  --max-head N         request head bytes (default 8192)\n"
+            "  --json-depth N       JSON nesting (default 32)\n"
+            "  --timeout MS         a read or a write that makes no progress for MS ms\n"
+            "                       closes the connection (default 10000)\n"
+            "build: %s\n",
+            ML_ISA_NAME);
+}
+
+static int parse_args(int argc, char **argv, srv_opts *o) {
+    *o = (srv_opts){.host = "127.0.0.1", .port = 8080, .threads = ml_threads_default(), .batch = ML_RUN_DEFAULT_BATCH,
+                    .max_queue = 16, .max_head = 8192, .max_body = 262144, .max_tokens = 4096, .json_depth = 32,
+                    .timeout_ms = 10000};
+    for (int i = 1; i < argc; i += 2) { /* every option but -h takes a value */
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return ML_EXIT_OK;
+        }
+        struct { const char *flag; const char **s; long *n; long lo, hi; } opt[] = {
+            {"-m", &o->model, NULL, 0, 0}, {"-z", &o->tokenizer, NULL, 0, 0}, {"--host", &o->host, NULL, 0, 0},
+            {"--api-key", &o->api_key, NULL, 0, 0}, {"--chat-template", &o->template_name, NULL, 0, 0},
+            {"--name", &o->name, NULL, 0, 0}, {"--port", NULL, &o->port, 0, 65535},
+            {"-t", NULL, &o->threads, 1, 256}, {"-c", NULL, &o->context, 1, ML_CLI_MAX_CONTEXT},
+            {"-b", NULL, &o->batch, 1, ML_CLI_MAX_BATCH}, {"--max-queue", NULL, &o->max_queue, 1, 1024},
+            {"--max-tokens", NULL, &o->max_tokens, 1, ML_CLI_MAX_CONTEXT},
+            {"--max-body", NULL, &o->max_body, 64, 1L << 26}, {"--max-head", NULL, &o->max_head, 512, 1L << 20},
+            {"--json-depth", NULL, &o->json_depth, 2, 1000}, {"--timeout", NULL, &o->timeout_ms, 10, 3600000},
+        };
+        size_t k = 0, n_opt = sizeof opt / sizeof *opt;
+        while (k < n_opt && strcmp(a, opt[k].flag)) k++;
+        if (k == n_opt) {
+            fprintf(stderr, "ml_server: unknown option '%s'\n\n", a);
+            usage(stderr);
+            return ML_EXIT_USAGE;
+        }
+        if (!v || (opt[k].n && !ml_cli_int(v, opt[k].lo, opt[k].hi, opt[k].n))) {
+            fprintf(stderr, "ml_server: %s needs %s\n", a,
+                    opt[k].n ? "an integer in range (ml_server -h)" : "a value");
+            return ML_EXIT_USAGE;
+        }
+        if (opt[k].s) *opt[k].s = v;
+    }
+    if (!o->model || !o->tokenizer) {
+        fprintf(stderr, "ml_server: give -m model.mlb and -z tokenizer (ml_server -h)\n");
+        return ML_EXIT_USAGE;
+    }
+    if (!o->name) {
+        const char *slash = strrchr(o->model, '/');
+        o->name = slash ? slash + 1 : o->model;
+    }
+    return ML_CLI_RUN;
+}
+
+/* ---- the server's state: everything allocated once -------------------------------- */
+
+enum { C_FREE, C_READING, C_QUEUED, C_SERVING };
+
+typedef struct {
+    int fd, state;
+    char *in;          /* (in_cap) the request as read; keeps a pipelined next one */
+    size_t in_n;
+    double deadline;   /* a read that brings no complete request by then closes it */
+    ml_http_req req;
+    int head_done, continue_sent;
+} conn;
+
+typedef struct {
+    srv_opts o;
+    ml_model m;
+    ml_tok tok;
+    ml_chat chat;
+    int have_chat, have_model, have_tok;
+    int listen_fd;
+    conn *conns;       /* (max_queue) */
+    int *queue, q_head, q_n; /* (max_queue) indices of complete requests, in arrival order */
+    size_t in_cap;
+    char *out;         /* (out_cap) the response being written */
+    size_t out_cap;
+    char *text;        /* (text_cap) the reply's text */
+    size_t text_cap;
+    int *tokens;       /* (tok_cap) the prompt's ids (and the encoder's workspace) */
+    size_t tok_cap;
+    ml_json json;      /* its node pool */
+    ml_chat_msg *msgs; /* (ML_SRV_MAX_MSGS) */
+    unsigned long n_requests;
+} server;
+
+#define ML_SRV_MAX_MSGS 256
+#define ML_SRV_MAX_STOPS 4
+
+static volatile sig_atomic_t stopping;
+static void on_signal(int sig) {
+    (void)sig;
+    stopping = 1;
+}
+
+/* ---- sockets: non-blocking, every wait bounded ------------------------------------ */
+
+static void close_conn(conn *c) {
+    if (c->fd >= 0) close(c->fd);
+    c->fd = -1;
+    c->state = C_FREE;
+    c->in_n = 0;
+    c->head_done = c->continue_sent = 0;
+}
+
+/* Send all n bytes, waiting at most timeout for each bit of progress. */
+static int send_all(server *sv, int fd, const char *p, size_t n) {
+    while (n) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0) {
+            p += w, n -= (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            struct pollfd pf = {.fd = fd, .events = POLLOUT};
+            int r = poll(&pf, 1, (int)sv->o.timeout_ms);
+            if (r > 0 && !(pf.revents & (POLLERR | POLLHUP))) continue;
+            if (r < 0 && errno == EINTR && !stopping) continue;
+        }
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- responses ------------------------------------------------------------------------ */
+
+/* Append formatted text to the response; -1 when it does not fit. */
+static int outf(server *sv, size_t *n, const char *fmt, ...) ML_PRINTF(3, 4);
+static int outf(server *sv, size_t *n, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(sv->out + *n, sv->out_cap - *n, fmt, ap);
+    va_end(ap);
+    if (w < 0 || (size_t)w >= sv->out_cap - *n) return -1;
+    *n += (size_t)w;
+    return 0;
+}
+
+static int send_json(server *sv, conn *c, int status, const char *body, size_t len) {
+    char head[256];
+    int h = snprintf(head, sizeof head,
+                     "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\nConnection: %s\r\n\r\n",
+                     status, ml_http_reason(status), len, c->req.keep_alive && status < 400 ? "keep-alive" : "close");
+    return send_all(sv, c->fd, head, (size_t)h) || send_all(sv, c->fd, body, len) ? -1 : 0;
+}
+
+/* A 4xx/5xx with an OpenAI-style error body; the connection closes after it. */
+static void send_error(server *sv, conn *c, int status, const char *msg) {
+    size_t n = 0;
+    const char *type = status == 401 ? "authentication_error" : status >= 500 ? "server_error" : "invalid_request_error";
+    outf(sv, &n, "{\"error\":{\"message\":");
+    if (ml_json_put_string(sv->out, sv->out_cap, &n, msg, strlen(msg))) n = 0, outf(sv, &n, "{\"error\":{\"message\":\"\"");
+    outf(sv, &n, ",\"type\":\"%s\",\"code\":%d}}", type, status);
+    c->req.keep_alive = 0;
+    send_json(sv, c, status, sv->out, n);
+}
+
+/* ---- reading requests ------------------------------------------------------------------- */
+
+static double now(void) { return ml_cli_now(); }
+
+static void queue_push(server *sv, int i) {
+    sv->queue[(sv->q_head + sv->q_n++) % sv->o.max_queue] = i;
+    sv->conns[i].state = C_QUEUED;
+}
+
+/* After new bytes: a complete request is queued, a bad one answered. */
+static void check_request(server *sv, int i) {
+    conn *c = &sv->conns[i];
+    if (!c->head_done) {
+        int status = 0;
+        const char *why = NULL;
+        int r = ml_http_parse(c->in, c->in_n, (size_t)sv->o.max_head, (size_t)sv->o.max_body, &c->req, &status, &why);
+        if (r < 0) {
+            send_error(sv, c, status, why);
+            close_conn(c);
+            return;
+        }
+        if (r == 0) return;
+        c->head_done = 1;
+    }
+    size_t need = c->req.head_len + c->req.content_length;
+    if (c->in_n >= need) {
+        queue_push(sv, i);
+        return;
+    }
+    if (c->req.expect_continue && !c->continue_sent) {
+        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        c->continue_sent = 1;
+        if (send_all(sv, c->fd, cont, sizeof cont - 1)) close_conn(c);
+    }
+}
+
+static void read_conn(server *sv, int i) {
+    conn *c = &sv->conns[i];
+    size_t room = sv->in_cap - 1 - c->in_n;
+    if (!room) { /* the head and body limits fit in_cap: only a pipelined surplus gets here */
+        send_error(sv, c, 413, "request too large");
+        close_conn(c);
+        return;
+    }
+    ssize_t r = recv(c->fd, c->in + c->in_n, room, MSG_DONTWAIT);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        close_conn(c);
+        return;
+    }
+    if (r > 0) {
+        c->in_n += (size_t)r;
+        check_request(sv, i);
+    }
+}
+
+static void accept_conns(server *sv) {
+    for (;;) {
+        int fd = accept(sv->listen_fd, NULL, NULL);
+        if (fd < 0) return;
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        int i = 0;
+        while (i < sv->o.max_queue && sv->conns[i].state != C_FREE) i++;
+        if (i == sv->o.max_queue) {
+            static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                                       "Content-Length: 83\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
+                                       "{\"error\":{\"message\":\"too many requests queued\",\"type\":\"server_error\",\"code\":503}}";
+            ssize_t w = send(fd, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+            (void)w;
+            /* Closing a socket with unread bytes sends a reset, which can
+             * reach the client before it reads the 503: drain what came. */
+            shutdown(fd, SHUT_WR);
+            char sink[512];
+            while (recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {}
+            close(fd);
+            continue;
+        }
+        conn *c = &sv->conns[i];
+        c->fd = fd;
+        c->state = C_READING;
+        c->in_n = 0;
+        c->head_done = c->continue_sent = 0;
+        c->deadline = now() + sv->o.timeout_ms / 1e3;
+    }
+}
+
+/* One round of the event loop: accept, read, expire. wait_ms 0 while a
+ * request is being served (between two tokens). */
+static void pump(server *sv, int wait_ms) {
+    struct pollfd pf[1 + 1024];
+    int idx[1 + 1024], n = 0;
+    pf[n] = (struct pollfd){.fd = sv->listen_fd, .events = POLLIN};
+    idx[n++] = -1;
+    for (int i = 0; i < sv->o.max_queue; i++)
+        if (sv->conns[i].state == C_READING) {
+            pf[n] = (struct pollfd){.fd = sv->conns[i].fd, .events = POLLIN};
+            idx[n++] = i;
+        }
+    int r = poll(pf, (nfds_t)n, wait_ms);
+    /* The connections first (a closed one frees its slot), then the new ones. */
+    for (int k = 1; r > 0 && k < n; k++)
+        if (pf[k].revents && sv->conns[idx[k]].state == C_READING) read_conn(sv, idx[k]);
+    if (r > 0 && pf[0].revents) accept_conns(sv);
+    double t = now();
+    for (int i = 0; i < sv->o.max_queue; i++) {
+        conn *c = &sv->conns[i];
+        if (c->state != C_READING || t < c->deadline) continue;
+        if (c->in_n) send_error(sv, c, 408, "request not complete within the timeout");
+        close_conn(c);
+    }
+}
+
+/* ---- a request's parameters --------------------------------------------------------------- */
+
+typedef struct {
+    int chat, stream, include_usage;
+    const char *prompt;
+    int n_msgs;
+    long max_tokens;
+    double temperature, top_p;
+    unsigned long long seed;
+    int has_seed;
+    const char *stops[ML_SRV_MAX_STOPS];
+    int n_stops;
+} gen_req;
+
+/* Reads the fields; returns NULL or the reason for a 400. */
+static const char *read_params(server *sv, int root, gen_req *g) {
+    ml_json *j = &sv->json;
+    const ml_json_node *N = j->nodes;
+    int v;
+    if (N[root].type != ML_JSON_OBJECT) return "the body must be a JSON object";
+    g->max_tokens = 16;
+    g->temperature = 1.0;
+    g->top_p = 1.0;
+    if (g->chat) {
+        g->max_tokens = sv->o.max_tokens < 4096 ? sv->o.max_tokens : 4096;
+        if ((v = ml_json_get(j, root, "messages")) < 0 || N[v].type != ML_JSON_ARRAY)
+            return "'messages' must be an array";
+        if (N[v].n_children < 1 || N[v].n_children > ML_SRV_MAX_MSGS) return "'messages': 1 to 256 messages";
+        for (int e = N[v].child; e >= 0; e = N[e].next) {
+            int role = ml_json_get(j, e, "role"), content = ml_json_get(j, e, "content");
+            if (role < 0 || N[role].type != ML_JSON_STRING) return "each message needs a string 'role'";
+            if (content < 0 || N[content].type != ML_JSON_STRING) return "each message needs a string 'content'";
+            ml_chat_msg *m = &sv->msgs[g->n_msgs++];
+            const char *r = N[role].str;
+            m->role = !strcmp(r, "system") || !strcmp(r, "developer") ? ML_CHAT_SYSTEM
+                      : !strcmp(r, "user") ? ML_CHAT_USER : ML_CHAT_ASSISTANT;
+            if (m->role == ML_CHAT_ASSISTANT && strcmp(r, "assistant"))
+                return "a message's role must be system, user or assistant";
+            m->content = N[content].str;
+        }
+    } else {
+        if ((v = ml_json_get(j, root, "prompt")) < 0 || N[v].type != ML_JSON_STRING) return "'prompt' must be a string";
+        g->prompt = N[v].str;
+    }
+    int mt = ml_json_get(j, root, g->chat ? "max_completion_tokens" : "max_tokens");
+    if (mt < 0 && g->chat) mt = ml_json_get(j, root, "max_tokens");
+    if (mt >= 0 && N[mt].type != ML_JSON_NULL) {
+        double d = N[mt].num;
+        if (N[mt].type != ML_JSON_NUMBER || !(d >= 1 && d <= (double)sv->o.max_tokens) || d != (double)(long)d)
+            return "'max_tokens' must be an integer from 1 to the server's --max-tokens";
+        g->max_tokens = (long)d;
+    }
+    if ((v = ml_json_get(j, root, "temperature")) >= 0 && N[v].type != ML_JSON_NULL) {
+        if (N[v].type != ML_JSON_NUMBER || !(N[v].num >= 0 && N[v].num <= 2)) return "'temperature' must be in [0, 2]";
+        g->temperature = N[v].num;
+    }
+    if ((v = ml_json_get(j, root, "top_p")) >= 0 && N[v].type != ML_JSON_NULL) {
+        if (N[v].type != ML_JSON_NUMBER || !(N[v].num > 0 && N[v].num <= 1)) return "'top_p' must be in (0, 1]";
+        g->top_p = N[v].num;
+    }
+    if ((v = ml_json_get(j, root, "seed")) >= 0 && N[v].type != ML_JSON_NULL) {
+        double d = N[v].num;
+        if (N[v].type != ML_JSON_NUMBER || !(d >= -9.2e18 && d <= 9.2e18) || d != (double)(long long)d)
+            return "'seed' must be an integer";
+        g->seed = (unsigned long long)(long long)d;
+        g->has_seed = 1;
+    }
+    if ((v = ml_json_get(j, root, "n")) >= 0 && N[v].type != ML_JSON_NULL && (N[v].type != ML_JSON_NUMBER || N[v].num != 1))
+        return "only 'n': 1 is supported";
+    if ((v = ml_json_get(j, root, "stream")) >= 0 && N[v].type != ML_JSON_NULL) {
+        if (N[v].type != ML_JSON_TRUE && N[v].type != ML_JSON_FALSE) return "'stream' must be a boolean";
+        g->stream = N[v].type == ML_JSON_TRUE;
+    }
+    if ((v = ml_json_get(j, root, "stream_options")) >= 0 && N[v].type != ML_JSON_NULL) {
+        int u = ml_json_get(j, v, "include_usage");
+        if (N[v].type != ML_JSON_OBJECT || (u >= 0 && N[u].type != ML_JSON_TRUE && N[u].type != ML_JSON_FALSE))
+            return "'stream_options' must be an object with a boolean 'include_usage'";
+        g->include_usage = u >= 0 && N[u].type == ML_JSON_TRUE;
+    }
+    if ((v = ml_json_get(j, root, "stop")) >= 0 && N[v].type != ML_JSON_NULL) {
+        int one = N[v].type == ML_JSON_STRING;
+        if (!one && N[v].type != ML_JSON_ARRAY) return "'stop' must be a string or an array of strings";
+        for (int e = one ? v : N[v].child; e >= 0; e = one ? -1 : N[e].next) {
+            if (N[e].type != ML_JSON_STRING || !N[e].len || N[e].len > ML_STOP_MAX_LEN)
+                return "each 'stop' must be a string of 1 to 255 bytes";
+            if (g->n_stops == ML_SRV_MAX_STOPS) return "at most 4 'stop' strings";
+            g->stops[g->n_stops++] = N[e].str;
+        }
+    }
+    return NULL;
+}
+
+/* ---- generation: ml_run's text path ----------------------------------------------------------- */
+
+typedef struct {
+    server *sv;
+    conn *c;
+    const gen_req *g;
+    char id[48];
+    long created;
+    int generating, n_gen, gone;
+    size_t text_n, sent;     /* the reply's bytes so far; streamed up to sent */
+    int full;                /* the text buffer is full */
+    ml_utf8_stream utf8;
+    ml_stop_text stop;
+} gen_ctx;
+
+/* ml_run's print_piece: raw control bytes are dropped, whitespace kept. */
+static void emit_text(void *ud, const char *p, size_t len) {
+    gen_ctx *x = ud;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)p[i];
+        if (ch < 0x20 && ch != '\n' && ch != '\t' && ch != '\r') continue;
+        if (x->text_n + 1 >= x->sv->text_cap) {
+            x->full = 1;
+            return;
+        }
+        x->sv->text[x->text_n++] = (char)ch;
+    }
+}
+
+/* Bytes of text[0..n) that end on a whole UTF-8 character (a split one waits). */
+static size_t whole_chars(const char *t, size_t n) {
+    for (size_t k = 1; k <= 3 && k <= n; k++) {
+        unsigned char c = (unsigned char)t[n - k];
+        if ((c & 0xC0) == 0x80) continue;
+        size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+        return need > k ? n - k : n;
+    }
+    return n;
+}
+
+/* One server-sent event as an HTTP chunk. delta: the text to send, or
+ * NULL for the final event (finish_reason). */
+static int send_event(gen_ctx *x, const char *delta, size_t len, const char *finish, int usage, int n_prompt) {
+    server *sv = x->sv;
+    size_t n = 16; /* room for the chunk size line */
+    int chat = x->g->chat;
+    outf(sv, &n, "data: {\"id\":\"%s\",\"object\":\"%s\",\"created\":%ld,\"model\":", x->id,
+         chat ? "chat.completion.chunk" : "text_completion", x->created);
+    ml_json_put_string(sv->out, sv->out_cap, &n, sv->o.name, strlen(sv->o.name));
+    if (usage) {
+        outf(sv, &n, ",\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d}}",
+             n_prompt, x->n_gen, n_prompt + x->n_gen);
+    } else {
+        outf(sv, &n, ",\"choices\":[{\"index\":0,");
+        if (chat) outf(sv, &n, "\"delta\":{");
+        else outf(sv, &n, "\"text\":");
+        if (chat && delta && !x->sent && !len) outf(sv, &n, "\"role\":\"assistant\",\"content\":\"\"");
+        else if (delta && chat) outf(sv, &n, "\"content\":");
+        if (delta && (len || !chat) && ml_json_put_string(sv->out, sv->out_cap, &n, delta, len)) return -1;
+        if (!delta && !chat) outf(sv, &n, "\"\"");
+        if (chat) outf(sv, &n, "}");
+        else outf(sv, &n, ",\"logprobs\":null");
+        if (finish) outf(sv, &n, ",\"finish_reason\":\"%s\"}]}", finish);
+        else outf(sv, &n, ",\"finish_reason\":null}]}");
+    }
+    if (outf(sv, &n, "\n\n\r\n")) return -1;
+    char size[16];
+    int sl = snprintf(size, sizeof size, "%zx\r\n", n - 16 - 2);
+    memcpy(sv->out + 16 - sl, size, (size_t)sl);
+    return send_all(sv, x->c->fd, sv->out + 16 - sl, n - 16 + (size_t)sl);
+}
+
+static void stream_more(gen_ctx *x) {
+    size_t upto = whole_chars(x->sv->text, x->text_n);
+    if (upto <= x->sent || x->gone) return;
+    if (send_event(x, x->sv->text + x->sent, upto - x->sent, NULL, 0, 0)) x->gone = 1;
+    x->sent = upto;
+}
+
+static void on_token(void *ud, int prev, int token) {
+    gen_ctx *x = ud;
+    if (!x->generating) return; /* the prompt's own tokens */
+    x->n_gen++;
+    size_t len = 0;
+    const char *piece = ml_tok_decode(&x->sv->tok, prev, token, &len);
+    char whole[ML_BPE_MAX_TOKEN_LEN + 8];
+    if (piece && x->sv->tok.kind == ML_TOK_KIND_BPE) {
+        len = ml_utf8_stream_feed(&x->utf8, piece, len, whole);
+        piece = whole;
+    }
+    if (piece) ml_stop_text_feed(&x->stop, piece, len);
+    if (x->g->stream) stream_more(x);
+}
+
+static void on_prompt_done(void *ud, int n_prompt) {
+    (void)n_prompt;
+    ((gen_ctx *)ud)->generating = 1;
+}
+
+/* Between two tokens: the others are read; a client gone ends its reply. */
+static int should_stop(void *ud) {
+    gen_ctx *x = ud;
+    pump(x->sv, 0);
+    if (!x->g->stream && !x->gone) {
+        char b;
+        struct pollfd pf = {.fd = x->c->fd, .events = POLLIN};
+        if (poll(&pf, 1, 0) > 0 && ((pf.revents & (POLLERR | POLLHUP)) || recv(x->c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0))
+            x->gone = 1;
+    }
+    return x->gone || x->full || x->stop.stopped || stopping;
+}
+
+static void serve_generate(server *sv, conn *c, int root, int chat) {
+    gen_req g = {.chat = chat};
+    const char *why = read_params(sv, root, &g);
+    if (why) {
+        send_error(sv, c, 400, why);
+        return;
+    }
+    ml_err err = {{0}};
+    ml_status s;
+    size_t n_prompt = 0;
+    if (chat) {
+        if (!sv->have_chat) {
+            send_error(sv, c, 400, "this server has no chat template: start it with --chat-template NAME");
+            return;
+        }
+        if (ml_chat_max_tokens(&sv->chat, sv->msgs, g.n_msgs) > sv->tok_cap) {
+            send_error(sv, c, 400, "the messages are too long");
+            return;
+        }
+        s = ml_chat_render(&sv->chat, sv->msgs, g.n_msgs, 1, sv->tokens, sv->tok_cap, &n_prompt, &err);
+    } else {
+        int n = 0;
+        s = ml_tok_max_tokens(&sv->tok, g.prompt) > sv->tok_cap
+                ? ml_errf(&err, ML_E_ARG, "the prompt is too long")
+                : ml_tok_encode(&sv->tok, g.prompt, ml_tok_add_bos(&sv->tok), 0, 0, sv->tokens, &n, &err);
+        n_prompt = (size_t)n;
+    }
+    if (s) {
+        send_error(sv, c, 400, err.msg);
+        return;
+    }
+    int ctx = sv->m.cfg.max_seq;
+    if (n_prompt == 0) {
+        send_error(sv, c, 400, "the prompt is empty and this tokenizer starts with no BOS");
+        return;
+    }
+    if (n_prompt >= (size_t)ctx) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "the prompt is %zu tokens; the context holds %d", n_prompt, ctx);
+        send_error(sv, c, 400, msg);
+        return;
+    }
+    /* ml_generate emits steps - n_prompt + 1 tokens: max_tokens of them. */
+    long steps = (long)n_prompt + g.max_tokens - 1;
+    if (steps > ctx) steps = ctx;
+    ml_gen_callbacks cb = {.on_token = on_token, .on_prompt_done = on_prompt_done, .should_stop = should_stop};
+    if (chat) {
+        cb.stop[cb.n_stop++] = sv->chat.stop;
+        if (ml_tok_eos(&sv->tok) >= 0 && ml_tok_eos(&sv->tok) != sv->chat.stop) cb.stop[cb.n_stop++] = ml_tok_eos(&sv->tok);
+        if (ml_tok_eot(&sv->tok) >= 0 && ml_tok_eot(&sv->tok) != sv->chat.stop) cb.stop[cb.n_stop++] = ml_tok_eot(&sv->tok);
+    } else if (sv->tok.kind == ML_TOK_KIND_BPE) { /* as ml_run */
+        for (int id, k = 0; k < 2; k++)
+            if ((id = k ? ml_tok_eot(&sv->tok) : ml_tok_eos(&sv->tok)) >= 0) cb.stop[cb.n_stop++] = id;
+        if (!cb.n_stop) cb.stop[cb.n_stop++] = -1;
+    }
+    gen_ctx x = {.sv = sv, .c = c, .g = &g, .created = (long)time(NULL)};
+    snprintf(x.id, sizeof x.id, "%s-%lu", chat ? "chatcmpl" : "cmpl", ++sv->n_requests);
+    memset(&x.utf8, 0, sizeof x.utf8);
+    ml_stop_text_init(&x.stop, g.stops, g.n_stops, emit_text, &x);
+    cb.ud = &x;
+    ml_sampler smp;
+    ml_sampler_init(&smp, sv->m.cfg.vocab, (float)g.temperature, (float)g.top_p,
+                    g.has_seed ? g.seed : (unsigned long long)time(NULL) + sv->n_requests, sv->m.s.sampler_scratch);
+    ml_sampler_set_filters(&smp, 0, 0.0f, 1.0f, 0, ctx, NULL);
+    if (g.stream) {
+        static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+                                   "Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n";
+        if (send_all(sv, c->fd, head, sizeof head - 1)) x.gone = 1;
+        if (chat && !x.gone && send_event(&x, "", 0, NULL, 0, 0)) x.gone = 1;
+    }
+    int n_pos = 0;
+    c->state = C_SERVING;
+    s = ml_generate(&sv->m, &smp, sv->tokens, (int)n_prompt, (int)steps, &cb, &n_pos, &err);
+    char rest[8];
+    size_t nr = ml_utf8_stream_flush(&x.utf8, rest);
+    if (nr) ml_stop_text_feed(&x.stop, rest, nr);
+    ml_stop_text_flush(&x.stop);
+    if (x.gone) {
+        fprintf(stderr, "ml_server: %s: the client left after %d tokens\n", x.id, x.n_gen);
+        c->req.keep_alive = 0;
+        return;
+    }
+    if (s) {
+        if (g.stream) c->req.keep_alive = 0; /* the stream just ends */
+        else send_error(sv, c, 500, err.msg);
+        return;
+    }
+    /* "length": the tokens ran out (max_tokens or the context), or the text buffer. */
+    const char *finish = x.full || (!x.stop.stopped && x.n_gen >= steps - (long)n_prompt + 1) ? "length" : "stop";
+    if (g.stream) {
+        x.sent = x.sent > x.text_n ? x.text_n : x.sent;
+        if (x.text_n > x.sent && send_event(&x, sv->text + x.sent, x.text_n - x.sent, NULL, 0, 0)) return;
+        x.sent = x.text_n;
+        static const char done[] = "e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n";
+        if (send_event(&x, NULL, 0, finish, 0, 0) ||
+            (g.include_usage && send_event(&x, NULL, 0, NULL, 1, (int)n_prompt)) ||
+            send_all(sv, c->fd, done, sizeof done - 1))
+            c->req.keep_alive = 0;
+        return;
+    }
+    size_t n = 0;
+    outf(sv, &n, "{\"id\":\"%s\",\"object\":\"%s\",\"created\":%ld,\"model\":", x.id,
+         chat ? "chat.completion" : "text_completion", x.created);
+    ml_json_put_string(sv->out, sv->out_cap, &n, sv->o.name, strlen(sv->o.name));
+    outf(sv, &n, ",\"choices\":[{\"index\":0,%s", chat ? "\"message\":{\"role\":\"assistant\",\"content\":" : "\"text\":");
+    int bad = ml_json_put_string(sv->out, sv->out_cap, &n, sv->text, x.text_n);
+    bad |= outf(sv, &n, "%s,\"finish_reason\":\"%s\"}],\"usage\":{\"prompt_tokens\":%zu,\"completion_tokens\":%d,"
+                "\"total_tokens\":%zu}}", chat ? "}" : ",\"logprobs\":null", finish, n_prompt, x.n_gen,
+                n_prompt + (size_t)x.n_gen);
+    if (bad) send_error(sv, c, 500, "the response does not fit the server's buffer");
+    else if (send_json(sv, c, 200, sv->out, n)) c->req.keep_alive = 0;
+}
+
+/* ---- routing ------------------------------------------------------------------------------------ */
+
+static void serve(server *sv, conn *c) {
+    const ml_http_req *r = &c->req;
+    int get = !strcmp(r->method, "GET"), post = !strcmp(r->method, "POST");
+    int health = !strcmp(r->path, "/health"), models = !strcmp(r->path, "/v1/models");
+    int compl = !strcmp(r->path, "/v1/completions"), chat = !strcmp(r->path, "/v1/chat/completions");
+    if (!health && !models && !compl && !chat) {
+        send_error(sv, c, 404, "unknown path");
+        return;
+    }
+    if (((health || models) && !get) || ((compl || chat) && !post)) {
+        send_error(sv, c, 405, "method not allowed on this path");
+        return;
+    }
+    if (sv->o.api_key && !health) {
+        size_t kl = strlen(sv->o.api_key);
+        if (!r->auth || r->auth_len != kl + 7 || memcmp(r->auth, "Bearer ", 7) || memcmp(r->auth + 7, sv->o.api_key, kl)) {
+            send_error(sv, c, 401, "a valid API key is required (Authorization: Bearer KEY)");
+            return;
+        }
+    }
+    size_t n = 0;
+    if (health) {
+        outf(sv, &n, "{\"status\":\"ok\"}");
+        if (send_json(sv, c, 200, sv->out, n)) c->req.keep_alive = 0;
+        return;
+    }
+    if (models) {
+        outf(sv, &n, "{\"object\":\"list\",\"data\":[{\"id\":");
+        ml_json_put_string(sv->out, sv->out_cap, &n, sv->o.name, strlen(sv->o.name));
+        outf(sv, &n, ",\"object\":\"model\",\"created\":0,\"owned_by\":\"legacy-ml\"}]}");
+        if (send_json(sv, c, 200, sv->out, n)) c->req.keep_alive = 0;
+        return;
+    }
+    char *body = c->in + r->head_len;
+    if (ml_json_parse(&sv->json, body, r->content_length)) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "bad JSON: %s", sv->json.msg);
+        send_error(sv, c, 400, msg);
+        return;
+    }
+    serve_generate(sv, c, 0, chat);
+}
+
+/* Serve the next queued request, then keep its connection for the next
+ * one (keep-alive) or close it. */
+static void serve_next(server *sv) {
+    int i = sv->queue[sv->q_head];
+    sv->q_head = (sv->q_head + 1) % sv->o.max_queue;
+    sv->q_n--;
+    conn *c = &sv->conns[i];
+    c->state = C_SERVING;
+    serve(sv, c);
+    if (c->fd < 0) return;
+    if (!c->req.keep_alive) {
+        close_conn(c);
+        return;
+    }
+    size_t used = c->req.head_len + c->req.content_length;
+    memmove(c->in, c->in + used, c->in_n - used);
+    c->in_n -= used;
+    c->head_done = c->continue_sent = 0;
+    c->state = C_READING;
+    c->deadline = now() + sv->o.timeout_ms / 1e3;
+    if (c->in_n) check_request(sv, i);
+}
+
+/* ---- main ---------------------------------------------------------------------------------------- */
+
+static int start(server *sv) {
+    srv_opts *o = &sv->o;
+    ml_err err = {{0}};
+    ml_status s;
+    ml_open_opts oo = {.use_mmap = 1, .max_seq = (int)o->context, .n_threads = (int)o->threads, .batch = (int)o->batch};
+    if ((s = ml_model_open(&sv->m, o->model, &oo, &err))) {
+        fprintf(stderr, "ml_server: loading the model failed (%s): %s\n", ml_status_name(s), err.msg);
+        return ML_EXIT_FAIL;
+    }
+    sv->have_model = 1;
+    if ((s = ml_tok_load_or_embedded(&sv->tok, o->tokenizer, sv->m.tokenizer.data, sv->m.tokenizer.len,
+                                     sv->m.cfg.vocab, &err))) {
+        fprintf(stderr, "ml_server: loading the tokenizer failed (%s): %s\n", ml_status_name(s), err.msg);
+        return ML_EXIT_FAIL;
+    }
+    sv->have_tok = 1;
+    /* --chat-template, or the model's own template (.mlb v2); with neither,
+     * only /v1/completions serves. */
+    ml_chat_kind kind;
+    if (o->template_name || sv->m.chat_template.len) {
+        s = ml_chat_kind_choose(o->template_name, (const char *)sv->m.chat_template.data, sv->m.chat_template.len,
+                                &kind, &err);
+        if (!s) s = ml_chat_init(&sv->chat, kind, &sv->tok, -1, -1, -1, -1, (size_t)o->max_body, &err);
+        if (s) {
+            fprintf(stderr, "ml_server: the chat template: %s\n", err.msg);
+            return s == ML_E_ARG ? ML_EXIT_USAGE : ML_EXIT_FAIL;
+        }
+        sv->have_chat = 1;
+    }
+    /* The pools. The JSON nodes: at most one per two body bytes, plus one. */
+    sv->in_cap = (size_t)o->max_head + (size_t)o->max_body + 1;
+    sv->text_cap = (size_t)1 << 18;
+    sv->out_cap = 6 * sv->text_cap + 65536;
+    /* The prompt's ids: the body's text and the template's, with the encoder's workspace. */
+    size_t text_max = (size_t)o->max_body + 64 * (ML_SRV_MAX_MSGS + 1);
+    sv->tok_cap = (sv->tok.kind == ML_TOK_KIND_BPE ? ml_bpe_max_tokens(text_max) : text_max + 3) +
+                  16 * (ML_SRV_MAX_MSGS + 1);
+    sv->json.cap = (int)(o->max_body / 2 + 2);
+    sv->json.max_depth = (int)o->json_depth;
+    sv->conns = calloc((size_t)o->max_queue, sizeof *sv->conns);
+    sv->queue = calloc((size_t)o->max_queue, sizeof *sv->queue);
+    sv->out = malloc(sv->out_cap);
+    sv->text = malloc(sv->text_cap);
+    sv->tokens = malloc(sv->tok_cap * sizeof *sv->tokens);
+    sv->json.nodes = malloc((size_t)sv->json.cap * sizeof *sv->json.nodes);
+    sv->msgs = calloc(ML_SRV_MAX_MSGS, sizeof *sv->msgs);
+    int ok = sv->conns && sv->queue && sv->out && sv->text && sv->tokens && sv->json.nodes && sv->msgs;
+    for (int i = 0; ok && i < o->max_queue; i++) {
+        sv->conns[i].fd = -1;
+        ok = (sv->conns[i].in = malloc(sv->in_cap)) != NULL;
+    }
+    if (!ok) {
+        fprintf(stderr, "ml_server: out of memory for the buffers\n");
+        return ML_EXIT_FAIL;
+    }
+
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((unsigned short)o->port)};
+    if (inet_pton(AF_INET, o->host, &addr.sin_addr) != 1) {
+        fprintf(stderr, "ml_server: --host '%s' is not an IPv4 address\n", o->host);
+        return ML_EXIT_USAGE;
+    }
+    int one = 1;
+    sv->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (sv->listen_fd < 0 || setsockopt(sv->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
+        bind(sv->listen_fd, (struct sockaddr *)&addr, sizeof addr) || listen(sv->listen_fd, 64)) {
+        fprintf(stderr, "ml_server: cannot listen on %s:%ld: %s\n", o->host, o->port, strerror(errno));
+        return ML_EXIT_FAIL;
+    }
+    fcntl(sv->listen_fd, F_SETFL, fcntl(sv->listen_fd, F_GETFL) | O_NONBLOCK);
+    socklen_t al = sizeof addr;
+    getsockname(sv->listen_fd, (struct sockaddr *)&addr, &al);
+    printf("ml_server: listening on http://%s:%d, model %s (%s, context %d, %s), template %s, build %s%s\n", o->host,
+           ntohs(addr.sin_port), o->name, o->model, sv->m.cfg.max_seq, ml_tok_kind_name(&sv->tok),
+           sv->have_chat ? ml_chat_name(sv->chat.kind) : "none", ML_ISA_NAME, o->api_key ? ", API key required" : "");
+    fflush(stdout);
+    return ML_CLI_RUN;
+}
+
+static void stop_server(server *sv) {
+    for (int i = 0; sv->conns && i < sv->o.max_queue; i++) {
+        if (sv->conns[i].fd >= 0) close(sv->conns[i].fd);
+        free(sv->conns[i].in);
+    }
+    if (sv->listen_fd >= 0) close(sv->listen_fd);
+    free(sv->conns), free(sv->queue), free(sv->out), free(sv->text), free(sv->tokens), free(sv->json.nodes);
+    free(sv->msgs);
+    if (sv->have_chat) ml_chat_free(&sv->chat);
+    if (sv->have_tok) ml_tok_free(&sv->tok);
+    if (sv->have_model) ml_model_close(&sv->m);
+}
+
+int ml_main(int argc, char **argv) {
+    static server sv;
+    sv.listen_fd = -1;
+    int rc = parse_args(argc, argv, &sv.o);
+    if (rc != ML_CLI_RUN) return rc;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if ((rc = start(&sv)) == ML_CLI_RUN) {
+        while (!stopping) {
+            if (sv.q_n) serve_next(&sv);
+            else pump(&sv, 200);
+        }
+        fprintf(stderr, "ml_server: stopped after %lu completions\n", sv.n_requests);
+        rc = ML_EXIT_OK;
+    }
+    stop_server(&sv);
+    return rc;
+}

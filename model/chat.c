@@ -1,0 +1,282 @@
+#include "model/chat.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the templates: names, recognition, control tokens ------------------- */
+
+static const char *const names[ML_CHAT_COUNT] = {"chatml", "llama3", "zephyr", "llama2"};
+
+/* Each template's control tokens by text, in ml_chat.ctl order, and which
+ * of them ends an assistant turn. "<s>" and "</s>" are the model's BOS and
+ * EOS ids (a llama2.c tokenizer.bin spells them "\n<s>\n"). */
+typedef struct {
+    const char *ctl[ML_CHAT_MAX_CTL];
+    int stop; /* index into ctl */
+} tmpl_tokens;
+
+static const tmpl_tokens tmpl[ML_CHAT_COUNT] = {
+    [ML_CHAT_CHATML] = {{"<|im_start|>", "<|im_end|>"}, 1},
+    [ML_CHAT_LLAMA3] = {{"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"}, 2},
+    [ML_CHAT_ZEPHYR] = {{"</s>"}, 0},
+    [ML_CHAT_LLAMA2] = {{"</s>", "<s>"}, 0},
+};
+
+const char *ml_chat_names(void) { return "chatml, llama3, zephyr, llama2"; }
+
+const char *ml_chat_name(ml_chat_kind k) { return (unsigned)k < ML_CHAT_COUNT ? names[k] : "?"; }
+
+ml_status ml_chat_kind_from_name(const char *name, ml_chat_kind *k, ml_err *err) {
+    for (int i = 0; i < ML_CHAT_COUNT; i++)
+        if (name && !strcmp(name, names[i])) {
+            *k = (ml_chat_kind)i;
+            return ML_OK;
+        }
+    return ml_errf(err, ML_E_ARG, "unknown chat template '%s'; the templates: %s", name ? name : "(null)",
+                   ml_chat_names());
+}
+
+/* Distinctive pieces of each family's Jinja text; the first match wins
+ * (Llama 3's headers before ChatML, whose <|im_start|> no other uses). */
+/* Does t (len bytes) contain the string s? */
+static int has(const char *t, size_t len, const char *s) {
+    size_t n = strlen(s);
+    for (size_t i = 0; n <= len && i <= len - n; i++)
+        if (t[i] == s[0] && !memcmp(t + i, s, n)) return 1;
+    return 0;
+}
+
+ml_status ml_chat_kind_detect(const char *t, size_t len, ml_chat_kind *k, ml_err *err) {
+    if (!t || !len) return ml_errf(err, ML_E_FORMAT, "no chat template; choose one of: %s", ml_chat_names());
+    if (has(t, len, "<|start_header_id|>") && has(t, len, "<|eot_id|>")) *k = ML_CHAT_LLAMA3;
+    else if (has(t, len, "<|im_start|>")) *k = ML_CHAT_CHATML;
+    else if (has(t, len, "<|user|>") && has(t, len, "<|assistant|>")) *k = ML_CHAT_ZEPHYR;
+    else if (has(t, len, "[INST]")) *k = ML_CHAT_LLAMA2;
+    else
+        return ml_errf(err, ML_E_FORMAT, "chat template not recognized (not one of: %s); choose one by name",
+                       ml_chat_names());
+    return ML_OK;
+}
+
+ml_status ml_chat_kind_choose(const char *name, const char *tmpl, size_t len, ml_chat_kind *k, ml_err *err) {
+    if (name) return ml_chat_kind_from_name(name, k, err);
+    if (!len) return ml_errf(err, ML_E_ARG, "the model carries no chat template; choose one of: %s", ml_chat_names());
+    return ml_chat_kind_detect(tmpl, len, k, err);
+}
+
+int ml_chat_find_token(const ml_tok *tok, const char *text) {
+    size_t want = strlen(text);
+    for (int id = 0, n = ml_tok_vocab(tok); id < n; id++) {
+        size_t len = 0;
+        const char *p = ml_tok_text(tok, id, &len);
+        if (p && len == want && !memcmp(p, text, len)) return id;
+    }
+    return -1;
+}
+
+ml_status ml_chat_init(ml_chat *c, ml_chat_kind kind, const ml_tok *tok, int bos, int eos, int eot, int add_bos,
+                       size_t text_cap, ml_err *err) {
+    memset(c, 0, sizeof *c);
+    if ((unsigned)kind >= ML_CHAT_COUNT || !tok || text_cap < 64)
+        return ml_errf(err, ML_E_ARG, "chat template: bad kind, tokenizer or text buffer");
+    c->kind = kind;
+    c->tok = tok;
+    c->bos = bos >= 0 ? bos : ml_tok_bos(tok);
+    c->add_bos = add_bos >= 0 ? add_bos : ml_tok_add_bos(tok);
+    if (eos < 0) eos = ml_tok_eos(tok);
+    if (eot < 0) eot = ml_tok_eot(tok);
+    for (int i = 0; i < ML_CHAT_MAX_CTL; i++) {
+        const char *name = tmpl[kind].ctl[i];
+        c->ctl[i] = -1;
+        if (!name) continue;
+        int id = !strcmp(name, "<s>") ? c->bos : !strcmp(name, "</s>") ? eos : -1;
+        if (id < 0) id = ml_chat_find_token(tok, name);
+        /* The model's own end of turn, when it names this token. */
+        if (id < 0 && eot >= 0) {
+            size_t len = 0;
+            const char *p = ml_tok_text(tok, eot, &len);
+            if (p && len == strlen(name) && !memcmp(p, name, len)) id = eot;
+        }
+        if (id < 0)
+            return ml_errf(err, ML_E_FORMAT, "chat template %s needs the control token %s, which this %s vocabulary "
+                           "(%d tokens) lacks", names[kind], name, ml_tok_kind_name(tok), ml_tok_vocab(tok));
+        c->ctl[i] = id;
+    }
+    c->stop = c->ctl[tmpl[kind].stop];
+    if (!(c->text = malloc(text_cap + 1))) return ml_errf(err, ML_E_NOMEM, "chat template: out of memory");
+    c->text_cap = text_cap;
+    return ML_OK;
+}
+
+void ml_chat_free(ml_chat *c) {
+    free(c->text);
+    c->text = NULL;
+}
+
+/* ---- the builder: text runs and control ids into the caller's buffer ------ */
+
+typedef struct {
+    ml_chat *c;
+    int *tokens;
+    size_t cap, n;
+    ml_status st; /* the first failure; later calls do nothing */
+    ml_err *err;
+} builder;
+
+/* Entries ml_tok_encode needs for len bytes (its workspace included). */
+static size_t enc_need(const ml_tok *t, size_t len) {
+    return t->kind == ML_TOK_KIND_BPE ? ml_bpe_max_tokens(len) : len + 3;
+}
+
+static void put_text(builder *b, const char *s) {
+    if (b->st) return;
+    size_t len = strlen(s);
+    if (len > b->c->text_cap - b->c->text_n) {
+        b->st = ml_errf(b->err, ML_E_ARG, "chat: a message of %zu bytes is longer than the %zu the chat was set up for",
+                        len, b->c->text_cap);
+        return;
+    }
+    memcpy(b->c->text + b->c->text_n, s, len);
+    b->c->text_n += len;
+}
+
+static void flush_text(builder *b) {
+    ml_chat *c = b->c;
+    if (b->st || !c->text_n) return;
+    c->text[c->text_n] = 0;
+    size_t need = enc_need(c->tok, c->text_n);
+    int k = 0;
+    if (b->cap - b->n < need)
+        b->st = ml_errf(b->err, ML_E_ARG, "chat: %zu bytes of text need %zu token entries, %zu left", c->text_n, need,
+                        b->cap - b->n);
+    else
+        b->st = ml_tok_encode(c->tok, c->text, 0, 0, 0, b->tokens + b->n, &k, b->err);
+    b->n += (size_t)k;
+    c->text_n = 0;
+}
+
+static void put_id(builder *b, int id) {
+    flush_text(b);
+    if (b->st || id < 0) return;
+    if (b->n >= b->cap) {
+        b->st = ml_errf(b->err, ML_E_ARG, "chat: more than %zu tokens", b->cap);
+        return;
+    }
+    b->tokens[b->n++] = id;
+}
+
+static ml_status finish(builder *b, size_t *n_tokens) {
+    flush_text(b);
+    b->c->text_n = 0;
+    *n_tokens = b->st ? 0 : b->n;
+    return b->st;
+}
+
+/* ---- the parts of a conversation ------------------------------------------- */
+
+static const char *role_name(ml_chat_role r) {
+    return r == ML_CHAT_SYSTEM ? "system" : r == ML_CHAT_USER ? "user" : "assistant";
+}
+
+static void put_start(builder *b) {
+    const ml_chat *c = b->c;
+    if (c->kind != ML_CHAT_LLAMA2 && c->add_bos && c->bos >= 0) put_id(b, c->bos);
+}
+
+static void put_header(builder *b, ml_chat_role r) {
+    const int *ctl = b->c->ctl;
+    switch (b->c->kind) {
+    case ML_CHAT_CHATML:
+        put_id(b, ctl[0]);
+        put_text(b, role_name(r));
+        put_text(b, "\n");
+        break;
+    case ML_CHAT_LLAMA3:
+        put_id(b, ctl[0]);
+        put_text(b, role_name(r));
+        put_id(b, ctl[1]);
+        put_text(b, "\n\n");
+        break;
+    case ML_CHAT_ZEPHYR:
+        put_text(b, r == ML_CHAT_SYSTEM ? "<|system|>\n" : r == ML_CHAT_USER ? "<|user|>\n" : "<|assistant|>\n");
+        break;
+    default: /* Llama 2: no header (the user's [INST] opens with BOS) */
+        break;
+    }
+}
+
+static void put_end(builder *b, ml_chat_role r) {
+    const int *ctl = b->c->ctl;
+    switch (b->c->kind) {
+    case ML_CHAT_CHATML: put_id(b, ctl[1]); put_text(b, "\n"); break;
+    case ML_CHAT_LLAMA3: put_id(b, ctl[2]); break;
+    case ML_CHAT_ZEPHYR: put_id(b, ctl[0]); put_text(b, "\n"); break;
+    default:
+        if (r == ML_CHAT_ASSISTANT) {
+            put_text(b, " ");
+            put_id(b, ctl[0]);
+        }
+        break;
+    }
+}
+
+/* Llama 2 has no system turn: the system text opens the next [INST]. */
+static void put_llama2_user(builder *b, const char *system, const char *user) {
+    put_id(b, b->c->ctl[1]);
+    put_text(b, "[INST] ");
+    if (system) {
+        put_text(b, "<<SYS>>\n");
+        put_text(b, system);
+        put_text(b, "\n<</SYS>>\n\n");
+    }
+    put_text(b, user);
+    put_text(b, " [/INST]");
+}
+
+static void put_msg(builder *b, const ml_chat_msg *msgs, int i) {
+    const ml_chat_msg *m = &msgs[i];
+    if (b->c->kind == ML_CHAT_LLAMA2 && m->role != ML_CHAT_ASSISTANT) {
+        if (m->role == ML_CHAT_USER)
+            put_llama2_user(b, i > 0 && msgs[i - 1].role == ML_CHAT_SYSTEM ? msgs[i - 1].content : NULL, m->content);
+        return;
+    }
+    put_header(b, m->role);
+    if (b->c->kind == ML_CHAT_LLAMA2) put_text(b, " "); /* "[/INST] reply </s>" */
+    put_text(b, m->content);
+    put_end(b, m->role);
+}
+
+size_t ml_chat_max_tokens(const ml_chat *c, const ml_chat_msg *msgs, int n) {
+    size_t len = 64;
+    for (int i = 0; i < n; i++) len += strlen(msgs[i].content) + 64;
+    return enc_need(c->tok, len) + 16 * ((size_t)n + 1);
+}
+
+ml_status ml_chat_render(ml_chat *c, const ml_chat_msg *msgs, int n, int add_gen, int *tokens, size_t cap,
+                         size_t *n_tokens, ml_err *err) {
+    builder b = {.c = c, .tokens = tokens, .cap = cap, .err = err};
+    c->text_n = 0;
+    put_start(&b);
+    for (int i = 0; i < n; i++) put_msg(&b, msgs, i);
+    if (add_gen) put_header(&b, ML_CHAT_ASSISTANT);
+    return finish(&b, n_tokens);
+}
+
+ml_status ml_chat_render_turn(ml_chat *c, int first, const char *system, const char *user, int *tokens, size_t cap,
+                              size_t *n_tokens, ml_err *err) {
+    ml_chat_msg msgs[2] = {{ML_CHAT_SYSTEM, system}, {ML_CHAT_USER, user}};
+    builder b = {.c = c, .tokens = tokens, .cap = cap, .err = err};
+    c->text_n = 0;
+    int with_system = first && system;
+    if (first) put_start(&b);
+    for (int i = 0; i < 1 + with_system; i++) put_msg(&b, msgs + !with_system, i);
+    put_header(&b, ML_CHAT_ASSISTANT);
+    return finish(&b, n_tokens);
+}
+
+ml_status ml_chat_render_reply_end(ml_chat *c, int *tokens, size_t cap, size_t *n_tokens, ml_err *err) {
+    builder b = {.c = c, .tokens = tokens, .cap = cap, .err = err};
+    c->text_n = 0;
+    put_end(&b, ML_CHAT_ASSISTANT);
+    return finish(&b, n_tokens);
+}

@@ -1,0 +1,96 @@
+/* Chat templates: a conversation (system, user and assistant messages) as
+ * the token ids an Instruct model was trained on. Four families, written
+ * out by hand (no Jinja engine): ChatML (SmolLM2, Qwen2.5/Qwen3), Llama 3,
+ * Zephyr (TinyLlama-Chat) and Llama 2's [INST]. A model's own chat_template
+ * string (GGUF tokenizer.chat_template, HF tokenizer_config.json) is
+ * recognized by distinctive substrings; a name chooses one directly.
+ *
+ * Control tokens (<|im_start|>, <|eot_id|>, BOS, EOS ...) are inserted by
+ * id; every text between them, the messages included, is encoded as plain
+ * text (specials off), so a message that spells "<|im_end|>" cannot end a
+ * turn. The text runs between two control tokens are encoded whole (template
+ * text and message together), as a tokenizer would see the formatted prompt.
+ * A SentencePiece vocabulary puts its dummy-prefix space before each run.
+ *
+ * A render is the concatenation of its parts, so a conversation can be fed
+ * turn by turn: ml_chat_render_turn (start, system, user, the assistant's
+ * header), the sampled reply, ml_chat_render_reply_end, the next turn ...
+ * gives exactly the ids ml_chat_render gives for the whole conversation when
+ * the reply's ids are its text's encoding.
+ *
+ * ml_chat_init allocates a text buffer (text_cap bytes: the longest run of
+ * text between two control tokens); rendering allocates nothing. */
+#ifndef ML_CHAT_H
+#define ML_CHAT_H
+
+#include <stddef.h>
+
+#include "core/status.h"
+#include "model/tok.h"
+
+typedef enum { ML_CHAT_CHATML = 0, ML_CHAT_LLAMA3, ML_CHAT_ZEPHYR, ML_CHAT_LLAMA2, ML_CHAT_COUNT } ml_chat_kind;
+typedef enum { ML_CHAT_SYSTEM = 0, ML_CHAT_USER, ML_CHAT_ASSISTANT } ml_chat_role;
+
+typedef struct {
+    ml_chat_role role;
+    const char *content; /* NUL-terminated UTF-8 */
+} ml_chat_msg;
+
+#define ML_CHAT_MAX_CTL 4
+
+typedef struct {
+    ml_chat_kind kind;
+    const ml_tok *tok;
+    int bos;                  /* -1: none; put first when add_bos */
+    int add_bos;
+    int ctl[ML_CHAT_MAX_CTL]; /* the template's control tokens, by id (ml_chat.c lists them) */
+    int stop;                 /* the end of an assistant turn: generation stops here */
+    char *text;               /* (text_cap) the run of text being built */
+    size_t text_cap, text_n;
+} ml_chat;
+
+/* "chatml, llama3, zephyr, llama2": the names, for messages. */
+const char *ml_chat_names(void);
+const char *ml_chat_name(ml_chat_kind k);
+/* By name; an unknown one is ML_E_ARG with the names listed. */
+ml_status ml_chat_kind_from_name(const char *name, ml_chat_kind *k, ml_err *err);
+/* From a model's chat_template text (len bytes, no NUL needed: the .mlb v2
+ * section is a view into the file); none recognized is ML_E_FORMAT with the
+ * names listed (choose one by name). */
+ml_status ml_chat_kind_detect(const char *tmpl, size_t len, ml_chat_kind *k, ml_err *err);
+/* The kind a program uses: name (--chat-template) when given, else the
+ * model's template (len 0: none, ML_E_ARG asking for a name). */
+ml_status ml_chat_kind_choose(const char *name, const char *tmpl, size_t len, ml_chat_kind *k, ml_err *err);
+
+/* The template kind over tokenizer tok. bos, eos, eot: the model's special
+ * ids (.mlb v2 header), -1 to take the tokenizer's own; add_bos: -1 the
+ * tokenizer's rule, else 0/1. A control token the vocabulary lacks is
+ * ML_E_FORMAT naming it. text_cap: bytes of the text buffer (>= 64). */
+ml_status ml_chat_init(ml_chat *c, ml_chat_kind kind, const ml_tok *tok, int bos, int eos, int eot,
+                       int add_bos, size_t text_cap, ml_err *err);
+void ml_chat_free(ml_chat *c);
+
+/* The id of the token whose text is exactly text (control tokens too); -1
+ * if none. A linear scan: for set-up, not per token. */
+int ml_chat_find_token(const ml_tok *tok, const char *text);
+
+/* Ids the tokens buffer must hold to render these messages (an upper bound). */
+size_t ml_chat_max_tokens(const ml_chat *c, const ml_chat_msg *msgs, int n);
+
+/* The whole conversation msgs[0..n): the start (BOS), each message, and
+ * with add_gen the assistant's header (the generation prompt). tokens has
+ * cap entries (ml_chat_max_tokens); *n_tokens the count. Too little room or
+ * a text run longer than text_cap: ML_E_ARG. */
+ml_status ml_chat_render(ml_chat *c, const ml_chat_msg *msgs, int n, int add_gen, int *tokens, size_t cap,
+                         size_t *n_tokens, ml_err *err);
+
+/* One turn of a terminal chat: with first, the start and the system
+ * message (system may be NULL); then the user's message and the assistant's
+ * header. */
+ml_status ml_chat_render_turn(ml_chat *c, int first, const char *system, const char *user, int *tokens,
+                              size_t cap, size_t *n_tokens, ml_err *err);
+/* What closes an assistant message after its text (its stop token first,
+ * which generation samples but does not feed). */
+ml_status ml_chat_render_reply_end(ml_chat *c, int *tokens, size_t cap, size_t *n_tokens, ml_err *err);
+
+#endif

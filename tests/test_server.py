@@ -1,0 +1,278 @@
+#!/usr/bin/env python3
+"""ml_server with real clients, on the shipped stories260K over loopback:
+the official openai package (completions, chat, streaming, stop, usage,
+seed), curl, raw sockets for malformed requests (each gets a 4xx with a JSON
+error and the server keeps serving), a stalled and a vanished client, the
+API key and the queue limit, a bounded load test (200 requests from 8
+clients at once: none lost, none failed, RSS flat) and a clean SIGTERM.
+Greedy text equals ml_run's for the same prompt, byte for byte.
+env: BUILD (folder with ml_server and ml_run)."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from py_checks import Checks  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("BUILD", "build/scalar")
+M = os.path.join(ROOT, "models/stories260K")
+MODEL = [os.path.join(M, "stories260K_q8_0.mlb"), os.path.join(M, "tok512.bin")]
+PROMPT = "Once upon a time"
+
+checks = Checks()
+report = checks.report
+
+
+def start(*extra):
+    """ml_server on a free port; returns (process, port)."""
+    exe = os.path.join(BUILD, "ml_server")
+    p = subprocess.Popen([exe, "-m", MODEL[0], "-z", MODEL[1], "--port", "0", "--chat-template", "zephyr",
+                          "--timeout", "1000", *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    port = int(line.split("127.0.0.1:")[1].split(",")[0]) if "127.0.0.1:" in line else 0
+    return p, port, line
+
+
+def raw(port, data, read=True, timeout=5):
+    """Send bytes, return (status, body) of the reply (or (0, '') when none)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        s.sendall(data)
+        if not read:
+            return s
+        buf = b""
+        while True:
+            try:
+                b = s.recv(65536)
+            except socket.timeout:
+                break
+            if not b:
+                break
+            buf += b
+            if b"\r\n\r\n" in buf:
+                head, _, body = buf.partition(b"\r\n\r\n")
+                cl = [int(h.split(b":")[1]) for h in head.split(b"\r\n") if h.lower().startswith(b"content-length:")]
+                if cl and len(body) >= cl[0]:
+                    break
+    finally:
+        if read:
+            s.close()
+    if not buf.startswith(b"HTTP/1.1 "):
+        return 0, ""
+    head, _, body = buf.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body.decode("utf-8", "replace")
+
+
+def post(path, body, extra=b""):
+    b = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return (b"POST " + path.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + extra +
+            b"Content-Length: " + str(len(b)).encode() + b"\r\nConnection: close\r\n\r\n" + b)
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(next(l for l in f if l.startswith("VmRSS:")).split()[1])
+
+
+def ml_run_text(n_steps):
+    out = subprocess.run([os.path.join(BUILD, "ml_run"), "-m", MODEL[0], "-z", MODEL[1], "-i", PROMPT, "--temp", "0",
+                          "-n", str(n_steps)], capture_output=True)
+    return out.stdout
+
+
+def test_openai(port):
+    import openai
+    c = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", max_retries=0, timeout=20)
+    models = c.models.list()
+    report(len(models.data) == 1 and models.data[0].id == "stories260K_q8_0.mlb", "openai: models.list")
+    r = c.completions.create(model="x", prompt=PROMPT, max_tokens=40, temperature=0)
+    u = r.usage
+    report(u.completion_tokens == 40 and u.total_tokens == u.prompt_tokens + 40 and r.choices[0].finish_reason == "length",
+           f"openai: completion usage {u.prompt_tokens}+{u.completion_tokens}, finish {r.choices[0].finish_reason}")
+    want = ml_run_text(u.prompt_tokens + 40 - 1)
+    got = (PROMPT + r.choices[0].text + "\n").encode()
+    report(got == want, "openai: greedy completion == ml_run's text, byte for byte")
+    s = c.completions.create(model="x", prompt=PROMPT, max_tokens=40, temperature=0, stream=True)
+    report("".join(ch.choices[0].text for ch in s if ch.choices) == r.choices[0].text,
+           "openai: a streamed completion == the whole one")
+    stop = r.choices[0].text[10:16]
+    r2 = c.completions.create(model="x", prompt=PROMPT, max_tokens=40, temperature=0, stop=[stop])
+    report(r2.choices[0].text == r.choices[0].text[:r.choices[0].text.index(stop)] and
+           r2.choices[0].finish_reason == "stop", f"openai: stop {stop!r} ends the text before it")
+    a = c.completions.create(model="x", prompt=PROMPT, max_tokens=30, temperature=1, top_p=0.9, seed=7).choices[0].text
+    b = c.completions.create(model="x", prompt=PROMPT, max_tokens=30, temperature=1, top_p=0.9, seed=7).choices[0].text
+    d = c.completions.create(model="x", prompt=PROMPT, max_tokens=30, temperature=1, top_p=0.9, seed=8).choices[0].text
+    report(a == b and a != d, "openai: a seed reproduces a sampled text, another seed changes it")
+    msgs = [{"role": "system", "content": "Be kind."}, {"role": "user", "content": "Tell me a story."}]
+    ch = c.chat.completions.create(model="x", messages=msgs, max_tokens=24, temperature=0)
+    report(ch.choices[0].message.role == "assistant" and ch.usage.completion_tokens >= 1 and
+           ch.usage.prompt_tokens > 10, f"openai: chat completion ({ch.usage.prompt_tokens} prompt tokens)")
+    st = c.chat.completions.create(model="x", messages=msgs, max_tokens=24, temperature=0, stream=True,
+                                   stream_options={"include_usage": True})
+    parts, usage = [], None
+    for e in st:
+        if e.choices and e.choices[0].delta.content:
+            parts.append(e.choices[0].delta.content)
+        if e.usage:
+            usage = e.usage
+    report("".join(parts) == ch.choices[0].message.content and usage and
+           usage.completion_tokens == ch.usage.completion_tokens, "openai: streamed chat == the whole one, usage at the end")
+
+
+def test_curl(port):
+    out = subprocess.run(["curl", "-sS", "-N", f"http://127.0.0.1:{port}/v1/completions", "-H",
+                          "Content-Type: application/json", "-d",
+                          json.dumps({"prompt": PROMPT, "max_tokens": 5, "stream": True})],
+                         capture_output=True, text=True, timeout=20)
+    events = [l for l in out.stdout.split("\n") if l.startswith("data: ")]
+    report(out.returncode == 0 and events and events[-1] == "data: [DONE]" and len(events) >= 3,
+           f"curl: a stream of {len(events)} events ending in data: [DONE]")
+    out = subprocess.run(["curl", "-sS", f"http://127.0.0.1:{port}/health"], capture_output=True, text=True, timeout=10)
+    report(json.loads(out.stdout).get("status") == "ok", "curl: /health")
+
+
+MALFORMED = [
+    ("bad JSON", post("/v1/completions", b'{"prompt": "a",'), 400),
+    ("trailing bytes", post("/v1/completions", b'{"prompt": "a"} x'), 400),
+    ("prompt of the wrong type", post("/v1/completions", {"prompt": 3}), 400),
+    ("max_tokens a string", post("/v1/completions", {"prompt": "a", "max_tokens": "9"}), 400),
+    ("max_tokens huge", post("/v1/completions", {"prompt": "a", "max_tokens": 1e300}), 400),
+    ("max_tokens over the limit", post("/v1/completions", {"prompt": "a", "max_tokens": 10 ** 9}), 400),
+    ("temperature out of range", post("/v1/completions", {"prompt": "a", "temperature": 7}), 400),
+    ("stop of the wrong type", post("/v1/completions", {"prompt": "a", "stop": 5}), 400),
+    ("stream not a boolean", post("/v1/completions", {"prompt": "a", "stream": "yes"}), 400),
+    ("messages not an array", post("/v1/chat/completions", {"messages": "hi"}), 400),
+    ("a message without content", post("/v1/chat/completions", {"messages": [{"role": "user"}]}), 400),
+    ("an unknown role", post("/v1/chat/completions", {"messages": [{"role": "tool", "content": "x"}]}), 400),
+    ("bad UTF-8", post("/v1/completions", b'{"prompt": "a\xff\xfe"}'), 400),
+    ("a lone surrogate", post("/v1/completions", b'{"prompt": "\\ud800"}'), 400),
+    ("\\u0000", post("/v1/completions", b'{"prompt": "a\\u0000b"}'), 400),
+    ("nested too deep", post("/v1/completions", b"[" * 100 + b"]" * 100), 400),
+    ("the body not an object", post("/v1/completions", b"[1, 2]"), 400),
+    ("an unknown path", b"GET /v2/nothing HTTP/1.1\r\nHost: x\r\n\r\n", 404),
+    ("a wrong method", b"GET /v1/completions HTTP/1.1\r\nHost: x\r\n\r\n", 405),
+    ("oversized headers", b"GET /health HTTP/1.1\r\nX-Big: " + b"a" * 20000 + b"\r\n\r\n", 431),
+    ("a huge Content-Length", b"POST /v1/completions HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n", 413),
+    ("a chunked body", b"POST /v1/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 411),
+    ("a bad request line", b"HELLO\r\n\r\n", 400),
+    ("HTTP/2", b"GET /health HTTP/2.0\r\n\r\n", 505),
+    ("a prompt beyond the context", post("/v1/completions", {"prompt": "the " * 2000}), 400),
+]
+
+
+def test_malformed(port):
+    for what, data, want in MALFORMED:
+        status, body = raw(port, data)
+        try:
+            err = json.loads(body)["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            err = None
+        report(status == want and err, f"malformed: {what} -> {status} {err!r} (expected {want})")
+    # A truncated body: the client stops sending; after the timeout, 408.
+    t0 = time.time()
+    status, body = raw(port, post("/v1/completions", {"prompt": "a"})[:-5])
+    report(status == 408 and time.time() - t0 < 4, f"malformed: a truncated body -> {status} after the timeout")
+    report(raw(port, b"GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")[0] == 200, "malformed: still serving after them")
+
+
+def test_stalled_and_gone(port, proc):
+    # A stalled client (half a head) does not block another's request.
+    s = raw(port, b"POST /v1/completions HTTP/1.1\r\nContent-Le", read=False)
+    t0 = time.time()
+    ok = raw(port, post("/v1/completions", {"prompt": PROMPT, "max_tokens": 8}))[0] == 200
+    report(ok and time.time() - t0 < 0.9, f"clients: a stalled client does not hold up another ({time.time() - t0:.2f} s)")
+    s.close()
+    # A client that leaves mid-stream frees its slot; the next is served.
+    s = raw(port, post("/v1/completions", {"prompt": PROMPT, "max_tokens": 400, "stream": True}), read=False)
+    s.recv(100)
+    s.close()
+    t0 = time.time()
+    ok = raw(port, post("/v1/completions", {"prompt": PROMPT, "max_tokens": 4}))[0] == 200
+    report(ok and time.time() - t0 < 2, "clients: one that leaves mid-stream frees its slot")
+
+
+def test_load(port, proc):
+    results, lock = [], threading.Lock()
+
+    def client(n):
+        for i in range(n):
+            st, body = raw(port, post("/v1/completions", {"prompt": PROMPT, "max_tokens": 8, "seed": i}), timeout=30)
+            with lock:
+                results.append(st == 200 and json.loads(body)["usage"]["completion_tokens"] >= 1)
+
+    def burst(total):
+        ts = [threading.Thread(target=client, args=(total // 8,)) for _ in range(8)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    burst(40)  # warm: every pooled buffer touched
+    r0 = rss_kib(proc.pid)
+    results.clear()
+    t0 = time.time()
+    burst(200)
+    dt = time.time() - t0
+    r1 = rss_kib(proc.pid)
+    report(len(results) == 200 and all(results), f"load: 200 requests from 8 clients at once, {sum(results)} answered "
+           f"200 OK ({200 / dt:.0f} req/s)")
+    report(r1 - r0 < 1024, f"load: RSS flat ({r0} -> {r1} KiB)")
+
+
+def test_key_and_queue():
+    p, port, _ = start("--api-key", "sesame", "--max-queue", "2")
+    try:
+        report(raw(port, b"GET /v1/models HTTP/1.1\r\n\r\n")[0] == 401, "key: no key -> 401")
+        report(raw(port, b"GET /v1/models HTTP/1.1\r\nAuthorization: Bearer sesame\r\nConnection: close\r\n\r\n")[0]
+               == 200, "key: the key -> 200")
+        idle = [raw(port, b"GET /health HTTP/1.1\r\n", read=False) for _ in range(2)]
+        time.sleep(0.1)
+        st = raw(port, b"GET /health HTTP/1.1\r\n\r\n")[0]
+        report(st == 503, f"queue: a third connection beyond --max-queue 2 -> {st}")
+        for s in idle:
+            s.close()
+    finally:
+        p.terminate()
+        p.wait(5)
+
+
+def main():
+    exe = os.path.join(BUILD, "ml_server")
+    if not os.path.exists(exe):
+        report(False, f"{exe} not built")
+        return
+    try:
+        import openai  # noqa: F401
+        have_openai = True
+    except ImportError:
+        have_openai = False
+    p, port, line = start()
+    report(port > 0 and "stories260K" in line and "build" in line, f"start: {line.strip()}")
+    try:
+        if have_openai:
+            test_openai(port)
+        else:
+            checks.skip("openai: the openai package is not installed (pip install openai)")
+        test_curl(port)
+        test_malformed(port)
+        test_stalled_and_gone(port, p)
+        test_load(port, p)
+    finally:
+        p.send_signal(2)
+        try:
+            rc = p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            rc = -1
+    err = p.stderr.read()
+    report(rc == 0 and "stopped" in err, f"stop: SIGINT ends it cleanly (exit {rc})")
+    report("client left" in err, "stop: the server saw the client that left")
+    test_key_and_queue()
+
+
+if __name__ == "__main__":
+    checks.run(main)
