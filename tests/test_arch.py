@@ -10,6 +10,12 @@ random-weight models written here (tools/gguf_random.py, seeds fixed):
     weights give flat distributions: near-ties decide the rest);
   * the same model as a Hugging Face folder (config.json, safetensors, HF's
     rotate-halves q/k order) converts to the same arrays;
+  * each family's kind of vocabulary (byte-level BPE, tools/gguf_random.py's
+    VOCABS: Llama 3's llama-bpe, Qwen's qwen2, SmolLM2's smollm, with their
+    special tokens, BOS/EOS and chat template) is embedded, from the GGUF and
+    from the HF folder's tokenizer.json alike; ml_tokenize gives Hugging
+    Face tokenizers' ids (when it is installed), specials as text and as
+    tokens; what ml_run prints is the bytes of its ids, whole;
   * what the format cannot hold is refused, named: sliding window, MoE,
     another rope type, biases elsewhere, --mlb-version 1 for a model that
     needs version 2; a BPE vocabulary without tools/tokfile.py.
@@ -30,14 +36,20 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 sys.path.insert(0, HERE)
 from py_checks import Checks  # noqa: E402
+import gguf_random  # noqa: E402
 import mlb  # noqa: E402
 import ref_forward  # noqa: E402
+import tokfile  # noqa: E402
 
 CONVERT, GEN = (os.path.join(ROOT, "tools", n) for n in ("convert.py", "gguf_random.py"))
 RUNNER, BUILD = shlex.split(os.environ.get("RUNNER", "")), os.environ.get("BUILD", "build/scalar")
 ML_RUN = os.path.join(BUILD, "ml_run")
-FAMILIES = ("llama3", "qwen2", "qwen3")
+FAMILIES = ("llama3", "qwen2", "qwen3", "llama")  # llama: SmolLM2's (plain Llama, smollm vocabulary)
 PROMPT = "Once upon a time, there was a little girl named Lily. She loved to play outside"
+# text for the tokenizer checks: words the synthetic merges spell, split
+# multi-byte characters, digits, contractions, a special token's spelling
+TOK_TEXT = ("Once upon a time, the café 日本 東京 😀 sea.\n  It's 12345 o'clock\t\t<|im_end|> naïve "
+            "über\r\n\n<|eot_id|> WE'LL 中文!")
 ck = Checks()
 
 
@@ -71,8 +83,10 @@ def to_halves(w, n_heads):
 
 
 def write_hf(folder, fam, cfg, w):
-    """The GGUF's weights as a Hugging Face folder of model_type llama/qwen2/qwen3."""
+    """The GGUF's weights as a Hugging Face folder of model_type llama/qwen2/qwen3,
+    with the family's tokenizer.json and tokenizer_config.json."""
     os.makedirs(folder)
+    bos, eos = gguf_random.hf_tokenizer_files(folder, fam, cfg["vocab"])
     neox = cfg["neox"]
     t = {"model.embed_tokens.weight": w["tok_emb"], "model.norm.weight": w["final_norm"]}
     names = dict(attn_norm="input_layernorm.weight", wq="self_attn.q_proj.weight",
@@ -92,7 +106,8 @@ def write_hf(folder, fam, cfg, w):
              num_hidden_layers=cfg["n_layers"], num_attention_heads=cfg["n_heads"],
              num_key_value_heads=cfg["n_kv_heads"], vocab_size=cfg["vocab"],
              max_position_embeddings=128, rope_theta=cfg["rope_theta"],
-             rms_norm_eps=cfg["norm_eps"], tie_word_embeddings=True, hidden_act="silu")
+             rms_norm_eps=cfg["norm_eps"], tie_word_embeddings=True, hidden_act="silu",
+             bos_token_id=bos, eos_token_id=eos)
     if fam == "llama3":
         c["rope_scaling"] = dict(rope_type="llama3", factor=32.0, low_freq_factor=1.0,
                                  high_freq_factor=4.0, original_max_position_embeddings=8192)
@@ -115,12 +130,19 @@ def family(tmp, fam):
     if rc:
         return
     h, arrays = mlb.read_mlb(out)
-    want = dict(llama3=(0, 0, 1), qwen2=(mlb.FLAG_QKV_BIAS, 0, 0), qwen3=(mlb.FLAG_QK_NORM, 32, 0))[fam]
+    want = dict(llama3=(0, 0, 1), qwen2=(mlb.FLAG_QKV_BIAS, 0, 0), qwen3=(mlb.FLAG_QK_NORM, 32, 0),
+                llama=(0, 0, 0))[fam]
     got = (h["flags"], h["head_dim"], h["rope_scaling"])
-    ck.report(h["version"] == 2 and got == want and h["tokenizer"] and h["chat_template"]
-              and (h["bos"], h["eos"], h["add_bos"]) == (1, 2, 1),
+    voc = gguf_random.VOCABS[fam]
+    tf = tokfile.TokFile.from_bytes(h["tokenizer"]) if h["tokenizer"][:4] == tokfile.MAGIC else None
+    ids = tuple(tf.token_id(voc[k]) if tf else -2 for k in ("bos", "eos", "eos")) + (int(voc["add_bos"]),)
+    ck.report(h["version"] == 2 and got == want and tf is not None and tf.pre == voc["pre"]
+              and h["chat_template"] == voc["template"].encode() and min(ids) >= 0
+              and (h["bos"], h["eos"], h["eot"], h["add_bos"]) == ids,
               f"{fam}: a one-file .mlb version 2: flags/head_dim/rope_scaling {got} (want {want}), "
-              f"tokenizer {len(h.get('tokenizer', b''))} bytes, template, bos 1 eos 2 add_bos 1")
+              f"a byte-level BPE tokenizer (pre {tf.pre if tf else None}, {len(h['tokenizer'])} bytes), "
+              f"the chat template, bos/eos/eot/add_bos {(h['bos'], h['eos'], h['eot'], h['add_bos'])} "
+              f"(want {ids}: {voc['bos']} {voc['eos']})")
     if fam == "llama3":
         ck.report((h["rope_factor"], h["rope_low_freq_factor"], h["rope_high_freq_factor"],
                    h["rope_orig_max_seq"]) == (32.0, 1.0, 4.0, 8192),
@@ -132,6 +154,8 @@ def family(tmp, fam):
     ck.report(rc == 0, f"{fam}: ml_run -m model.mlb runs without -z (the embedded tokenizer){se[-300:]}")
     if rc:
         return
+    if tf:
+        tokenizer_checks(tmp, fam, out, tf)
     cfg, w = ref_forward.load_gguf(gg)
     ids = [int(x) for x in open(idf).read().split()]
     got = np.fromfile(lf, "<f4").reshape(-1, cfg["vocab"])
@@ -155,13 +179,67 @@ def family(tmp, fam):
         h2, a2 = mlb.read_mlb(hout)
         same = [k for k in arrays if k not in ("tokenizer", "chat_template")
                 and not np.array_equal(np.asarray(arrays[k]), np.asarray(a2.get(k)))]
+        fields = ("tokenizer", "chat_template", "bos", "eos", "eot", "add_bos")
+        differ = [k for k in fields if h2[k] != h[k]]
+        ck.report(not differ, f"{fam}: the HF folder's tokenizer.json and tokenizer_config.json embed the "
+                  f"GGUF's tokenizer file, template and special ids, byte for byte"
+                  + (f"; differ: {differ}" if differ else ""))
         ck.report(not same and h2["flags"] == h["flags"] and h2["head_dim"] == h["head_dim"]
                   and h2["rope_scaling"] == h["rope_scaling"],
                   f"{fam}: HF folder (rotate-halves q/k, config.json) and GGUF give the same arrays"
                   + (f"; differ: {same[:3]}" if same else ""))
     rc, _, se = convert(gg, os.path.join(tmp, "v1.mlb"), "--mlb-version", "1")
-    ck.report(rc == 1 and "needs version 2" in se,
-              f"{fam}: --mlb-version 1 refused, naming why: {se.strip()[-160:]}")
+    if fam == "llama":  # plain Llama fits version 1 (its tokenizer then beside it, -z)
+        ck.report(rc == 0, f"{fam}: --mlb-version 1 converts (no new field needed){se[-300:]}")
+    else:
+        ck.report(rc == 1 and "needs version 2" in se,
+                  f"{fam}: --mlb-version 1 refused, naming why: {se.strip()[-160:]}")
+
+
+def tokenizer_checks(tmp, fam, model, tf):
+    """ml_tokenize against HF tokenizers on the family's tokenizer.json; and
+    ml_run's printed text against its ids."""
+    rc, so, se = run(*RUNNER, os.path.join(BUILD, "ml_tokenize"), "-m", model, "-i", TOK_TEXT, "--ids")
+    plain = [int(x) for x in so.split()]
+    rc2, so, se2 = run(*RUNNER, os.path.join(BUILD, "ml_tokenize"), "-m", model, "-i", TOK_TEXT, "--ids",
+                       "--special")
+    special = [int(x) for x in so.split()]
+    ck.report(rc == 0 and rc2 == 0 and plain and special,
+              f"{fam}: ml_tokenize -m model.mlb (no -z) encodes the text{(se + se2)[-300:]}")
+    bos = [tf.bos] if tf.add_bos else []
+    spelled = b"".join(tf.tokens[i] for i in plain[len(bos):])
+    ck.report(plain[:len(bos)] == bos and spelled == TOK_TEXT.encode() and tf.eos not in plain
+              and len(special) < len(plain),
+              f"{fam}: the ids spell the text (BOS first iff add_bos {tf.add_bos}); a special token's "
+              f"spelling is text by default, one token with --special ({len(plain)} vs {len(special)} ids)")
+    try:
+        import tokenizers
+    except ImportError:
+        print(f"# {fam}: no Hugging Face tokenizers (pip install tokenizers): its ids not compared")
+    else:
+        folder = os.path.join(tmp, fam + "-tok")
+        os.makedirs(folder, exist_ok=True)
+        gguf_random.hf_tokenizer_files(folder, fam, len(tf.tokens))
+        hf = tokenizers.Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+        want_special = bos + hf.encode(TOK_TEXT, add_special_tokens=False).ids
+        hf.encode_special_tokens = True
+        want_plain = bos + hf.encode(TOK_TEXT, add_special_tokens=False).ids
+        ck.report(plain == want_plain and special == want_special,
+                  f"{fam}: ml_tokenize's ids are HF tokenizers' {tokenizers.__version__} (pre {tf.pre}), "
+                  f"specials as text ({len(plain)} ids) and as tokens ({len(special)} ids)"
+                  + ("" if plain == want_plain else f"; ours {plain[:12]}.. theirs {want_plain[:12]}.."))
+    # generated text: what ml_run prints is the bytes of its ids (prompt and
+    # generated, control tokens print nothing), each UTF-8 character whole
+    idf = os.path.join(tmp, "gen.ids")
+    r = subprocess.run([*RUNNER, ML_RUN, "-m", model, "-i", TOK_TEXT, "-n", "120", "--temp", "0.9", "-s", "3",
+                        "--ids", idf], capture_output=True, timeout=300)
+    ids = [int(x) for x in open(idf).read().split()] if r.returncode == 0 else []
+    want = b"".join(tf.tokens[i] for i in ids if tf.types[i] != tokfile.TYPE_CONTROL)
+    want = bytes(c for c in want if c >= 0x20 or c in b"\t\n\r")  # ml_run drops raw control bytes
+    ck.report(r.returncode == 0 and len(ids) > 84 and r.stdout in (want, want + b"\n"),
+              f"{fam}: ml_run (no -z) prints the bytes of its {len(ids)} ids, none lost, doubled or "
+              f"reordered (split UTF-8 characters released once whole; raw control bytes dropped)"
+              f"{r.stderr.decode(errors='replace')[-200:]}")
 
 
 def refusals(tmp):

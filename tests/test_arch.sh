@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Today's families (issue 20): Llama 3 (rope scaling), Qwen2 (q/k/v biases,
-# NeoX rotation), Qwen3 (q/k norms, head_dim != dim/n_heads). Each family's
+# NeoX rotation), Qwen3 (q/k norms, head_dim != dim/n_heads), SmolLM2 (llama:
+# plain Llama), each with its kind of vocabulary (byte-level BPE: llama-bpe,
+# qwen2, smollm). Each family's
 # tiny random-weight GGUF is written at test time (tools/gguf_random.py,
 # seed fixed, Q8_0 blocks), converted to a one-file .mlb version 2 (its
 # tokenizer embedded) and run without -z; the logits of 32 positions, Q8_0
@@ -27,11 +29,11 @@ prompt="Once upon a time, the sea"
 key=$(cat tools/gguf_random.py tools/gguf_out.py tools/gguf_in.py tools/convert.py tools/mlb.py | sha256sum | cut -c1-16)
 mdir=${ML_E2E_MODELS:-build/models}/arch-$key
 mkdir -p "$mdir"
-for fam in llama3 qwen2 qwen3; do
+for fam in llama3 qwen2 qwen3 llama; do
     for wt in q8_0 q4_0; do
         m="$mdir/${fam}_$wt.mlb"
         [ -s "$tmp/$fam.gguf" ] || [ -s "$m" ] || "$PYTHON" tools/gguf_random.py --qtype q8_0 --seed 7 "$fam" "$tmp/$fam.gguf" >/dev/null
-        if [ ! -s "$m" ] && ! "$PYTHON" tools/convert.py "$tmp/$fam.gguf" "$m" --wtype "$wt" --tokenizer "$tmp/tok.bin" \
+        if [ ! -s "$m" ] && ! "$PYTHON" tools/convert.py "$tmp/$fam.gguf" "$m" --wtype "$wt" \
             >"$tmp/conv.txt" 2>&1; then
             bad "arch: $fam $wt: convert failed: $(tail -n 2 "$tmp/conv.txt")"
             continue

@@ -452,7 +452,12 @@ class HFSource:
             pass
         tmpl = tc.get("chat_template")
         self.chat_template = tmpl.encode() if isinstance(tmpl, str) else b""
-        self.special = dict(bos=bos, eos=eos, eot=-1, add_bos=int(bool(tc.get("add_bos_token")) and bos >= 0))
+        # config.json's ids first; the tokenizer's (tokenizer_config.json's
+        # names, its end-of-turn token) where config.json has none
+        import tokfile
+        tf = tokfile.TokFile.from_bytes(self.embedded)
+        bos, eos = (bos if bos >= 0 else tf.bos), (eos if eos >= 0 else tf.eos)
+        self.special = dict(bos=bos, eos=eos, eot=tf.eot, add_bos=int(bool(tc.get("add_bos_token")) and bos >= 0))
 
 
 # ======================================================== checks, padding
