@@ -253,8 +253,8 @@ def check_quant_rule(g, m, src, label):
                           f"{np.max(err / np.maximum(np.abs(d[:, None]), 1e-30)):.4f})")
 
 
-def convert(src, out, wtype="q8_0"):
-    return run(CONVERT, src, out, "--wtype", wtype)
+def convert(src, out, wtype="q8_0", *extra):
+    return run(CONVERT, src, out, "--wtype", wtype, *extra)
 
 
 def fake_legacy(path, dim, hidden, n_layers, n_heads, n_kv, vocab, seq, seed=0,
@@ -297,7 +297,9 @@ def test_stories(rep, tmp):
             out = os.path.join(tmp, f"s260_{sname}_{wname}.mlb")
             label = f"stories260K {sname} {wname}"
             with rep.group(f"convert {label}: header, layout") as g:
-                rc, so, se = convert(path, out, wname)
+                # Version 1 here, to compare the three layouts; the HF folder's
+                # default (a one-file model) is checked below.
+                rc, so, se = convert(path, out, wname, *(["--mlb-version", "1"] if sname == "hf" else []))
                 if not g.check(rc == 0, f"exit {rc}: {se.strip()[-300:]}"):
                     continue
                 g.check("padding to 192" in so, "no hidden_dim padding notice")
@@ -307,6 +309,15 @@ def test_stories(rep, tmp):
                     want_tok = open(os.path.join(S260, "tok512.bin"), "rb").read()
                     g.check(os.path.isfile(tok) and open(tok, "rb").read() == want_tok,
                             f"HF: {tok} is not tok512.bin byte for byte")
+                    # and by default inside the model: .mlb version 2 with tok512.bin embedded
+                    one = out[:-len(".mlb")] + "_onefile.mlb"
+                    rc1, _, se1 = convert(path, one, wname)
+                    if g.check(rc1 == 0, f"default HF conversion: exit {rc1}: {se1.strip()[-300:]}"):
+                        blob = open(one, "rb").read()  # the v2 header: version at 4, tok_off/tok_bytes at 104
+                        ver, = struct.unpack_from("<I", blob, 4)
+                        toff, tlen = struct.unpack_from("<QQ", blob, 104)
+                        g.check(ver == 2 and blob[toff:toff + tlen] == want_tok,
+                                "HF default: version 2 with tok512.bin embedded byte for byte")
                 m = Mlb(out)
                 files[sname, wname] = m
                 want = dict(magic=b"MLB1", version=1, dim=64, n_layers=5, n_heads=8,
