@@ -10,10 +10,9 @@
 #include "app/run_text.h"
 #include "config/ml_config.h"
 #include "core/outfile.h"
-#include "model/generate.h"
-#include "model/model.h"
-#include "model/sampler.h"
-#include "model/tokenizer.h"
+#include "core/status.h"
+#include "core/threads.h" /* ML_THREADS_DEFAULT_MAX */
+#include "include/legacy_ml.h"
 
 #define DEFAULT_STEPS 256
 
@@ -56,8 +55,9 @@ static void usage(FILE *f) {
             ML_STOP_MAX, DEFAULT_STEPS, ML_THREADS_DEFAULT_MAX, ML_RUN_DEFAULT_BATCH, ML_ISA_NAME);
 }
 
-static int fail(const char *what, ml_status s, const ml_err *err) {
-    fprintf(stderr, "ml_run: %s failed (%s): %s\n", what, ml_status_name(s), err->msg);
+/* The library's statuses are model/'s (ML_E_FORMAT: the name ml_run prints). */
+static int fail(const char *what, lml_status s, const lml_error *err) {
+    fprintf(stderr, "ml_run: %s failed (%s): %s\n", what, ml_status_name((ml_status)s), err->message);
     return ML_EXIT_FAIL;
 }
 
@@ -78,7 +78,6 @@ static int parse_args(int argc, char **argv, ml_run_opts *o) {
 /* ---- output ------------------------------------------------------------ */
 
 typedef struct {
-    const ml_tokenizer *tok;
     FILE *logits, *ids; /* write errors stay in ferror(): finish_outputs reports them */
     int printed;        /* some text went to stdout */
     double t_prompt;    /* when the prompt had run (ml_cli_now) */
@@ -96,14 +95,14 @@ static void print_piece(const char *p, size_t len) {
     fflush(stdout);
 }
 
-static void on_token(void *ud, int prev, int token) {
+/* Nonzero (--stop) ends the generation after a sampled token. */
+static int on_token(void *ud, int token, const char *piece, size_t len) {
     run_ctx *r = ud;
-    size_t len = 0;
-    const char *piece = ml_tokenizer_decode(r->tok, prev, token, &len);
     if (piece && r->generating) ml_stop_text_feed(&r->stop, piece, len);
     else if (piece) print_piece(piece, len);
     r->printed = 1;
     if (r->ids) fprintf(r->ids, "%d\n", token);
+    return r->stop.stopped;
 }
 
 static void on_prompt_done(void *ud, int n_prompt) {
@@ -117,8 +116,6 @@ static void emit_text(void *ud, const char *p, size_t len) {
     (void)ud;
     print_piece(p, len);
 }
-
-static int should_stop(void *ud) { return ((run_ctx *)ud)->stop.stopped; }
 
 static void on_logits(void *ud, int pos, const float *logits, int vocab) {
     run_ctx *r = ud;
@@ -205,83 +202,79 @@ int ml_main(int argc, char **argv) {
         return finish_outputs(outs, 2, rc);
     }
 
-    ml_err err = {{0}};
-    ml_model m;
-    ml_tokenizer tok;
-    ml_status s;
+    lml_error err = {{0}};
+    lml_model *m;
+    lml_status s;
     double t0 = ml_cli_now();
     /* --logits wants every prompt position's logits, not only the last. */
-    ml_open_opts oo = {.use_mmap = o.use_mmap, .max_seq = (int)o.context, .n_threads = (int)o.threads,
-                       .batch = (int)o.batch, .all_logits = o.logits_path != NULL};
-    if ((s = ml_model_open(&m, o.model, &oo, &err))) {
+    lml_model_options oo = {.no_mmap = !o.use_mmap, .context = (int)o.context, .threads = (int)o.threads,
+                            .batch = (int)o.batch, .all_logits = o.logits_path != NULL};
+    if ((s = lml_model_open(&m, o.model, &oo, &err))) {
         free(prompt_text);
         return finish_outputs(outs, 2, fail("loading the model", s, &err));
     }
-    const ml_config *c = &m.cfg;
-    if ((s = ml_tokenizer_load(&tok, o.tokenizer, c->vocab, &err))) {
-        ml_model_close(&m);
+    if ((s = lml_model_load_tokenizer(m, o.tokenizer, &err))) {
+        lml_model_close(m);
         free(prompt_text);
         return finish_outputs(outs, 2, fail("loading the tokenizer", s, &err));
     }
+    lml_model_info info, *c = &info;
+    lml_model_get_info(m, &info);
     double t_load = ml_cli_now() - t0;
     fprintf(stderr,
             "ml_run: %s build, -t %d; prompt batch %d; model dim %d, %d layers, %d/%d heads, hidden %d, vocab %d, context %d, %s\n"
             "ml_run: weights %.2f MiB %s, arena %.2f MiB (KV cache %.2f MiB); loaded in %.1f ms\n",
-            ML_ISA_NAME, ml_pool_size(m.ops.pool), m.b.cap > 1 ? m.b.cap : 1, c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->hidden_dim, c->vocab,
-            c->max_seq, c->wtype == ML_TYPE_Q8_0 ? "Q8_0" : "Q4_0", m.weight_bytes / 1048576.0,
-            ml_file_kind_name(m.file.kind), m.arena.cap / 1048576.0,
-            m.kv_bytes / 1048576.0, t_load * 1e3);
+            lml_build_isa(), c->threads, c->batch, c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->hidden_dim, c->vocab,
+            c->context, c->weights, c->weight_bytes / 1048576.0, c->storage, c->arena_bytes / 1048576.0,
+            c->kv_bytes / 1048576.0, t_load * 1e3);
 
     /* Steps: explicit values must fit the context; the default shrinks to it. */
-    int steps = o.steps < 0 ? (DEFAULT_STEPS < c->max_seq ? DEFAULT_STEPS : c->max_seq)
-                : o.steps == 0 ? c->max_seq : (int)o.steps;
+    int steps = o.steps < 0 ? (DEFAULT_STEPS < c->context ? DEFAULT_STEPS : c->context)
+                : o.steps == 0 ? c->context : (int)o.steps;
     int *prompt = NULL;
     rc = ML_EXIT_FAIL;
-    if (o.steps > c->max_seq) {
+    if (o.steps > c->context) {
         fprintf(stderr, "ml_run: -n %ld exceeds the context of %d tokens (use -n 0 for all of it)\n",
-                o.steps, c->max_seq);
+                o.steps, c->context);
         rc = ML_EXIT_USAGE;
         goto done;
     }
-    prompt = malloc(ml_tokenizer_max_tokens(o.prompt) * sizeof *prompt);
+    size_t cap = lml_tokenize_capacity(o.prompt);
+    prompt = malloc(cap * sizeof *prompt);
     if (!prompt) {
         fprintf(stderr, "ml_run: out of memory for the prompt\n");
         goto done;
     }
     int n_prompt = 0;
-    if ((s = ml_tokenizer_encode(&tok, o.prompt, 1, 0, prompt, &n_prompt, &err))) {
+    if ((s = lml_tokenize(m, o.prompt, 1, prompt, cap, &n_prompt, &err))) {
         rc = fail("encoding the prompt", s, &err);
         goto done;
     }
-    if (o.steps < 0 && n_prompt > steps) steps = c->max_seq; /* a long prompt, no -n */
+    if (o.steps < 0 && n_prompt > steps) steps = c->context; /* a long prompt, no -n */
     if (n_prompt > steps) {
         fprintf(stderr, "ml_run: the prompt is %d tokens, more than %s of %d\n", n_prompt,
-                n_prompt > c->max_seq ? "the context" : "-n", n_prompt > c->max_seq ? c->max_seq : steps);
+                n_prompt > c->context ? "the context" : "-n", n_prompt > c->context ? c->context : steps);
         rc = ML_EXIT_USAGE;
         goto done;
     }
-    run_ctx r = {.tok = &tok, .logits = outs[0].o.f, .ids = outs[1].o.f};
+    run_ctx r = {.logits = outs[0].o.f, .ids = outs[1].o.f};
     /* on_token sees every token after the first, forced or sampled; the
      * prompt's own pieces are echoed as they are fed, like llama2.c. */
     if (r.ids) fprintf(r.ids, "%d\n", prompt[0]);
     ml_stop_text_init(&r.stop, o.stops, o.n_stops, emit_text, NULL);
-    ml_gen_callbacks cb = {.on_logits = r.logits ? on_logits : NULL, .on_token = on_token,
-                           .on_prompt_done = on_prompt_done, .should_stop = should_stop, .ud = &r};
-    ml_sampler smp;
-    unsigned long long seed = o.seed ? o.seed : (unsigned long long)time(NULL);
-    ml_sampler_init(&smp, c->vocab, (float)o.temperature, (float)o.topp, seed, m.s.sampler_scratch);
-    if ((s = ml_sampler_set_filters(&smp, (int)o.top_k, (float)o.min_p, (float)o.repeat_penalty,
-                                    (int)o.repeat_last_n, c->max_seq, &err))) {
-        rc = fail("setting up the sampler", s, &err);
-        goto done;
-    }
+    lml_callbacks cb = {.on_logits = r.logits ? on_logits : NULL, .on_token = on_token,
+                        .on_prompt_done = on_prompt_done, .ud = &r};
+    lml_sampler_options smp = {.temperature = (float)o.temperature, .top_p = (float)o.topp, .top_k = (int)o.top_k,
+                               .min_p = (float)o.min_p, .repeat_penalty = (float)o.repeat_penalty,
+                               .repeat_last_n = (int)o.repeat_last_n,
+                               .seed = o.seed ? o.seed : (unsigned long long)time(NULL)};
 
     int n_pos = 0;
     double t1 = ml_cli_now();
-    s = ml_generate(&m, &smp, prompt, n_prompt, steps, &cb, &n_pos, &err);
+    s = lml_generate(m, prompt, n_prompt, steps, &smp, &cb, &n_pos, &err);
     double dt = ml_cli_now() - t1;
     ml_stop_text_flush(&r.stop);
-    if (s == ML_OK || r.printed) printf("\n"); /* a refusal before any text prints none */
+    if (s == LML_OK || r.printed) printf("\n"); /* a refusal before any text prints none */
     if (s) {
         rc = fail("generating", s, &err);
         goto done;
@@ -294,13 +287,12 @@ int ml_main(int argc, char **argv) {
     double dp = r.t_prompt - t1, dg = dt - dp;
     fprintf(stderr, "ml_run: %d tokens in %.3f s: %.1f tok/s, %.3f ms/token; prompt %d in %.3f s (%.1f tok/s, -b %d),"
             " then %d in %.3f s (%.1f tok/s)\n", n_pos, dt, dt > 0 ? n_pos / dt : 0.0, n_pos ? dt * 1e3 / n_pos : 0.0,
-            n_prompt, dp, dp > 0 ? n_prompt / dp : 0.0, m.b.cap > 1 ? m.b.cap : 1, n_pos - n_prompt, dg,
+            n_prompt, dp, dp > 0 ? n_prompt / dp : 0.0, c->batch, n_pos - n_prompt, dg,
             dg > 0 ? (n_pos - n_prompt) / dg : 0.0);
 done:
     rc = finish_outputs(outs, 2, rc);
     free(prompt);
     free(prompt_text);
-    ml_tokenizer_free(&tok);
-    ml_model_close(&m);
+    lml_model_close(m);
     return rc;
 }
