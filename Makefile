@@ -115,7 +115,7 @@ prog_src    = $(wildcard $(shell awk -v p=$(1) '$$1 == p { $$1 = ""; print }' $(
 PROGS      := $(addprefix $(BUILD)/,$(PROG_NAMES))
 TESTS      := $(patsubst tests/%.c,$(BUILD)/%,$(TEST_SRC))
 
-.PHONY: lib lib-files install all progs help test check check-builds test-all run clean print-build print-progs bench bench-all bench-vs-llamacpp fuzz fuzz-bins dist
+.PHONY: lib lib-files install print-isas all progs help test check check-builds test-all run clean print-build print-progs bench bench-all bench-vs-llamacpp fuzz fuzz-bins dist
 all: $(PROGS) $(TESTS)
 progs: $(PROGS)
 
@@ -196,7 +196,7 @@ lib-files: $(LIB_FILES)
 $(BUILD)/libml.a: $(call obj,$(LIB_GUARD_SRC)) $(LIB_OBJ)
 	$(Q)$(call show,AR,$@)rm -f $@ && $(CROSS)ar rcs $@ $^
 $(BUILD)/libml.so: $(call obj,$(LIB_GUARD_SRC)) $(LIB_OBJ)
-	$(Q)$(call show,LD,$@)$(CC) $(LDFLAGS) -shared -Wl,-soname,libml.so.$(ML_SOVER) $^ -o $@.$(ML_VERSION) $(LDLIBS) && \
+	$(Q)$(call show,LD,$@)$(CC) $(LDFLAGS) -shared -Wl,-soname,libml.so.$(ML_SOVER) -Wl,-Bsymbolic $^ -o $@.$(ML_VERSION) $(LDLIBS) && \
 	  ln -sf libml.so.$(ML_VERSION) $@.$(ML_SOVER) && ln -sf libml.so.$(ML_VERSION) $@
 # The pkg-config file from cmake/legacy-ml.pc.in (CMake fills the same template).
 install: lib
@@ -246,6 +246,9 @@ print-build:
 	@echo $(BUILD)
 print-progs:
 	@echo $(PROGS)
+# The ISAs this compiler builds (its architecture's), lowest first: the Python package's builds.
+print-isas:
+	@echo $(foreach i,$(ISAS),$(if $(shell $(call isas,chain,$(i))),$(i)))
 
 test-all:
 	@PYTHON=$(PYTHON) MODELS=$(MODELS) bash tests/matrix.sh
