@@ -66,4 +66,29 @@ for args in "Once upon a time|64|42" "Lily|0|7"; do
         bad "example: stream '$prompt' -n $steps -s $seed differs from ml_run: '$got' vs '$want' $(cat "$tmp/err")"
     fi
 done
+
+# ---- the library's own guard: an sse41 libml.so under a CPU without SSE4.1 --
+# (qemu-x86_64 -cpu qemu64) refuses the model with the missing features named.
+if [ "$(uname -m)" != x86_64 ] || ! command -v qemu-x86_64 >/dev/null || [ -n "$RUNNER" ]; then
+    skip "guard: needs an x86-64 host with qemu-x86_64 (apt-get install qemu-user)"
+    finish
+fi
+if ! make -s ISA=sse41 BUILD="$tmp/sse41" lib >"$tmp/make41.log" 2>&1; then
+    bad "guard: make lib ISA=sse41 failed: $(tail -n 5 "$tmp/make41.log" | tr '\n' ' ')"
+    finish
+fi
+out=$(LD_LIBRARY_PATH=$tmp/sse41/lib qemu-x86_64 -cpu qemu64 "$tmp/app/stream" "$model" "$tok" "Lily" 8 1 2>"$tmp/err")
+rc=$?
+if [ "$rc" -eq 1 ] && [ -z "$out" ] && grep -q "built for sse41 but this CPU lacks: .*SSE4.1" "$tmp/err"; then
+    ok "guard: an sse41 library on a CPU without SSE4.1 refuses to open the model: $(head -n 1 "$tmp/err")"
+else
+    bad "guard: sse41 library under qemu64: exit $rc, stdout '$out', stderr '$(cat "$tmp/err")'"
+fi
+out=$(LD_LIBRARY_PATH=$tmp/sse41/lib qemu-x86_64 -cpu Nehalem "$tmp/app/stream" "$model" "$tok" "Lily" 8 1 2>"$tmp/err")
+want=$($RUNNER "$BUILD/ml_run" -m "$model" -z "$tok" -i "Lily" -n 8 -s 1 2>/dev/null)
+if [ -n "$want" ] && [ "$out" = "$want" ]; then
+    ok "guard: the same library runs on a CPU with SSE4.1 (qemu -cpu Nehalem) and prints ml_run's text"
+else
+    bad "guard: sse41 library under Nehalem: '$out' vs '$want' $(cat "$tmp/err")"
+fi
 finish
