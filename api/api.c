@@ -158,10 +158,10 @@ typedef struct {
 } eval_ctx;
 
 static ml_status eval_each(void *ud, int pos, const float *logits, ml_err *err) {
-    (void)err;
     const eval_ctx *c = ud;
-    c->each(c->ud, pos, logits, c->vocab);
-    return ML_OK;
+    int r = c->each(c->ud, pos, logits, c->vocab);
+    if (r) ml_errf(err, ML_E_ARG, "stopped by the logits callback at position %d", pos);
+    return (ml_status)r;
 }
 
 lml_status lml_eval(lml_model *m, const int *tokens, int n, int pos0, lml_logits_fn each, void *ud,
@@ -202,7 +202,7 @@ static void gen_prompt_done(void *ud, int n_prompt) {
 
 static void gen_logits(void *ud, int pos, const float *logits, int vocab) {
     gen_ctx *g = ud;
-    g->cb->on_logits(g->cb->ud, pos, logits, vocab);
+    if (g->cb->on_logits(g->cb->ud, pos, logits, vocab)) g->stop = 1;
 }
 
 static int gen_should_stop(void *ud) { return ((gen_ctx *)ud)->stop; }

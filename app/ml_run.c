@@ -117,10 +117,11 @@ static void emit_text(void *ud, const char *p, size_t len) {
     print_piece(p, len);
 }
 
-static void on_logits(void *ud, int pos, const float *logits, int vocab) {
+static int on_logits(void *ud, int pos, const float *logits, int vocab) {
     run_ctx *r = ud;
     (void)pos;
     if (r->logits) fwrite(logits, sizeof *logits, (size_t)vocab, r->logits);
+    return 0;
 }
 
 /* --logits and --ids (core/outfile.h): each is written to a temporary and

@@ -139,13 +139,16 @@ LML_API const char *lml_token_piece(const lml_model *m, int prev, int token, siz
 
 /* ---- running ----------------------------------------------------------- */
 
-/* Receives the logits of position pos (vocab floats, valid during the call). */
-typedef void (*lml_logits_fn)(void *ud, int pos, const float *logits, int vocab);
+/* Receives the logits of position pos (vocab floats, valid during the call).
+ * Returns 0 to go on; nonzero stops the run (see lml_eval, lml_generate). */
+typedef int (*lml_logits_fn)(void *ud, int pos, const float *logits, int vocab);
 
 /* Run tokens[0..n) at positions pos0 .. pos0+n-1 (their keys and values go
  * into the cache; a later call continues at pos0+n, or starts again at 0).
- * each, if not NULL, receives every position's logits in order. Afterwards
- * lml_logits holds the last position's. */
+ * each, if not NULL, receives every position's logits in order; when it
+ * returns nonzero, lml_eval stops there and returns that value as its status
+ * (err: "stopped by the logits callback"). Afterwards lml_logits holds the
+ * last position's. */
 LML_API lml_status lml_eval(lml_model *m, const int *tokens, int n, int pos0, lml_logits_fn each,
                             void *ud, lml_error *err);
 /* The logits of the last position run (vocab floats), overwritten by the
@@ -176,7 +179,8 @@ typedef struct {
     int (*on_token)(void *ud, int token, const char *piece, size_t len);
     /* Once the prompt has run, before the first sampled token. Optional. */
     void (*on_prompt_done)(void *ud, int n_prompt);
-    /* Every position's logits before sampling. Optional. */
+    /* Every position's logits before sampling; nonzero stops the generation
+     * after the next sampled token. Optional. */
     lml_logits_fn on_logits;
     void *ud;
 } lml_callbacks;

@@ -58,7 +58,7 @@ class _SamplerOptions(C.Structure):
 
 _TOKEN_FN = C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_int, C.POINTER(C.c_char), C.c_size_t)
 _PROMPT_FN = C.CFUNCTYPE(None, C.c_void_p, C.c_int)
-_LOGITS_FN = C.CFUNCTYPE(None, C.c_void_p, C.c_int, C.POINTER(C.c_float), C.c_int)
+_LOGITS_FN = C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_int, C.POINTER(C.c_float), C.c_int)
 
 
 class _Callbacks(C.Structure):
@@ -251,6 +251,7 @@ class Model:
 
         def each(ud, pos, lp, vocab):
             rows.append(bytes(C.string_at(lp, vocab * 4)))
+            return 0
 
         fn = _LOGITS_FN(each)
         arr, err = (C.c_int * max(len(ids), 1))(*ids), _Error()
