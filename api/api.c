@@ -7,6 +7,7 @@
 
 #include "api/api.h"
 #include "core/file.h"
+#include "core/quant.h"
 #include "core/threads.h"
 #include "model/generate.h"
 #include "model/sampler.h"
@@ -111,6 +112,11 @@ void lml_model_get_info(const lml_model *m, lml_model_info *info) {
         .batch = m->m.b.cap > 1 ? m->m.b.cap : 1, .weights = c->wtype == ML_TYPE_Q8_0 ? "Q8_0" : "Q4_0",
         .storage = ml_file_kind_name(m->m.file.kind), .weight_bytes = m->m.weight_bytes,
         .arena_bytes = m->m.arena.cap, .kv_bytes = m->m.kv_bytes};
+    /* A separate classifier's embedding table is read a row a step, not whole. */
+    info->decode_bytes = m->m.weight_bytes;
+    if (!c->shared_classifier)
+        info->decode_bytes -= (size_t)ml_quant_bytes(c->wtype, (uint64_t)c->vocab * c->dim) +
+                              (size_t)((uint64_t)c->vocab * c->dim / ML_QK * 4);
 }
 
 /* ---- tokens ------------------------------------------------------------- */

@@ -12,8 +12,9 @@
 #include "app/cli.h"
 #include "app/exit_codes.h"
 #include "config/ml_config.h"
-#include "model/model.h"
-#include "model/sampler.h"
+#include "core/status.h"
+#include "include/legacy_ml.h"
+#include "model/sampler.h" /* ml_argmax */
 
 static long resident_kib(void) {
     FILE *f = fopen("/proc/self/status", "r");
@@ -27,35 +28,34 @@ static long resident_kib(void) {
 }
 
 /* Greedy decode of `tokens` tokens from position 0 (llama-bench's tg). */
-static double decode_seconds(ml_model *m, int tokens) {
+static double decode_seconds(lml_model *m, const lml_model_info *info, int tokens) {
     int token = 1;
-    ml_err err;
     double t0 = ml_cli_now();
     for (int pos = 0; pos < tokens; pos++) {
-        if (ml_forward(m, token, pos, &err)) return -1;
-        token = ml_argmax(m->s.logits, m->cfg.vocab);
+        if (lml_eval(m, &token, 1, pos, NULL, NULL, NULL)) return -1;
+        token = ml_argmax(lml_logits(m), info->vocab);
     }
     return ml_cli_now() - t0;
 }
 
 /* A prompt of n tokens from position 0 in batches (llama-bench's pp). */
-static double prompt_seconds(ml_model *m, const int *tokens, int n) {
-    ml_err err;
+static double prompt_seconds(lml_model *m, const int *tokens, int n) {
     double t0 = ml_cli_now();
-    if (ml_forward_batch(m, tokens, n, 0, NULL, NULL, &err)) return -1;
+    if (lml_eval(m, tokens, n, 0, NULL, NULL, NULL)) return -1;
     return ml_cli_now() - t0;
 }
 
 /* The prompt figure and its #row line, beside the decode figure. */
-static int bench_prompt(const ml_bench_opts *o, ml_model *m, const char *label, const char *tn, int nth) {
-    int n = o->prompt < m->cfg.max_seq ? o->prompt : m->cfg.max_seq;
+static int bench_prompt(const ml_bench_opts *o, lml_model *m, const lml_model_info *info, const char *label,
+                        const char *tn, int nth) {
+    int n = o->prompt < info->context ? o->prompt : info->context;
     int *tokens = malloc((size_t)n * sizeof *tokens);
     if (!tokens) {
         fprintf(stderr, "ml_bench: out of memory for a %d-token prompt\n", n);
         return ML_EXIT_FAIL;
     }
     /* BOS, then tokens spread over the vocabulary (the weights do not care which). */
-    for (int i = 0; i < n; i++) tokens[i] = i ? (int)((1 + 7919u * (unsigned)i) % (unsigned)m->cfg.vocab) : 1;
+    for (int i = 0; i < n; i++) tokens[i] = i ? (int)((1 + 7919u * (unsigned)i) % (unsigned)info->vocab) : 1;
     prompt_seconds(m, tokens, n < 8 ? n : 8); /* warm caches */
     double t[64];
     for (int r = 0; r < o->reps; r++) t[r] = prompt_seconds(m, tokens, n);
@@ -66,35 +66,35 @@ static int bench_prompt(const ml_bench_opts *o, ml_model *m, const char *label, 
         return ML_EXIT_FAIL;
     }
     printf("  %-12s %s  %dT  %8.1f tok/s  pp%d, -b %d  (%.1f-%.1f tok/s)\n", label, tn, nth, n / st.med, n,
-           m->b.cap > 1 ? m->b.cap : 1, n / st.hi, n / st.lo);
+           info->batch, n / st.hi, n / st.lo);
     printf("#row pp%d %s %s_%s_%dT %.2f\n", n, ML_ISA_NAME, label, tn, nth, n / st.med);
     return ML_EXIT_OK;
 }
 
 static int bench_model(const ml_bench_opts *o, const ml_bench_bw *bw, const char *label, const void *data,
                        size_t size, int nth) {
-    ml_model m;
-    ml_err err = {{0}};
-    ml_open_opts oo = {.use_mmap = o->use_mmap, .n_threads = nth, .batch = o->batch};
-    ml_status s = data ? ml_model_open_buffer(&m, data, size, label, &oo, &err)
-                       : ml_model_open(&m, o->model_path, &oo, &err);
+    lml_model *m;
+    lml_error err = {{0}};
+    lml_model_options oo = {.no_mmap = !o->use_mmap, .threads = nth, .batch = o->batch};
+    lml_status s = data ? lml_model_open_memory(&m, data, size, &oo, &err) : lml_model_open(&m, o->model_path, &oo, &err);
     if (s) {
-        fprintf(stderr, "ml_bench: %s: %s (%s)\n", label, err.msg, ml_status_name(s));
+        fprintf(stderr, "ml_bench: %s: %s (%s)\n", label, err.message, ml_status_name((ml_status)s));
         return ML_EXIT_FAIL;
     }
-    int tokens = o->tokens < m.cfg.max_seq ? o->tokens : m.cfg.max_seq;
+    lml_model_info info;
+    lml_model_get_info(m, &info);
+    int tokens = o->tokens < info.context ? o->tokens : info.context;
     /* Bytes of weights one token streams: every matrix once, plus one embedding row. */
-    double per_tok = (double)m.weight_bytes - (m.cfg.shared_classifier ? 0.0 : (double)(
-        ml_quant_bytes(m.cfg.wtype, (uint64_t)m.cfg.vocab * m.cfg.dim) + (uint64_t)m.cfg.vocab * m.cfg.dim / ML_QK * 4));
-    decode_seconds(&m, tokens < 8 ? tokens : 8); /* warm caches and page in */
+    double per_tok = (double)info.decode_bytes;
+    decode_seconds(m, &info, tokens < 8 ? tokens : 8); /* warm caches and page in */
     double t[64];
-    for (int r = 0; r < o->reps; r++) t[r] = decode_seconds(&m, tokens);
+    for (int r = 0; r < o->reps; r++) t[r] = decode_seconds(m, &info, tokens);
     ml_bench_stats st = ml_bench_summarize(t, o->reps);
     double tps = tokens / st.med;
-    const char *tn = m.cfg.wtype == ML_TYPE_Q8_0 ? "q8_0" : "q4_0";
+    const char *tn = !strcmp(info.weights, "Q8_0") ? "q8_0" : "q4_0";
     printf("  %-12s %s  %dT  %8.1f tok/s  %7.3f ms/token  %6.1f GB/s  RSS %6.1f MiB  (%.1f-%.1f tok/s; weights %s)\n",
            label, tn, nth, tps, 1e3 / tps, per_tok * tps / 1e9, resident_kib() / 1024.0,
-           tokens / st.hi, tokens / st.lo, ml_file_kind_name(m.file.kind));
+           tokens / st.hi, tokens / st.lo, info.storage);
     if (o->bw) {
         double med, peak = ml_bench_read_bandwidth(bw, o->reps, nth, &med);
         if (peak > 0) {
@@ -105,9 +105,9 @@ static int bench_model(const ml_bench_opts *o, const ml_bench_bw *bw, const char
             printf("  %-12s read bandwidth not measured: no memory for its 1 GiB buffer\n", label);
     }
     printf("#row model %s %s_%s_%dT %.2f\n", ML_ISA_NAME, label, tn, nth, tps);
-    int rc = o->prompt ? bench_prompt(o, &m, label, tn, nth) : ML_EXIT_OK;
+    int rc = o->prompt ? bench_prompt(o, m, &info, label, tn, nth) : ML_EXIT_OK;
     fflush(stdout);
-    ml_model_close(&m);
+    lml_model_close(m);
     return rc;
 }
 

@@ -113,6 +113,7 @@ typedef struct {
     size_t weight_bytes;/* bytes of the file the weights occupy */
     size_t arena_bytes; /* run buffers, KV cache included */
     size_t kv_bytes;    /* the KV cache */
+    size_t decode_bytes;/* weight bytes one decode step reads: every matrix, one embedding row */
 } lml_model_info;
 
 LML_API void lml_model_get_info(const lml_model *m, lml_model_info *info);

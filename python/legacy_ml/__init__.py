@@ -48,7 +48,7 @@ class _ModelInfo(C.Structure):
     _fields_ = [(n, C.c_int) for n in ("vocab", "context", "train_context", "dim", "n_layers", "n_heads",
                                        "n_kv_heads", "hidden_dim", "threads", "batch")] + \
                [("weights", C.c_char_p), ("storage", C.c_char_p), ("weight_bytes", C.c_size_t),
-                ("arena_bytes", C.c_size_t), ("kv_bytes", C.c_size_t)]
+                ("arena_bytes", C.c_size_t), ("kv_bytes", C.c_size_t), ("decode_bytes", C.c_size_t)]
 
 
 class _SamplerOptions(C.Structure):
