@@ -1,17 +1,21 @@
 # legacy-ml — `make help` lists the targets.
-#   make ISA=<isa> [THREADS=1|pthread] [ASM=0|1] [CROSS=<prefix>] [DEBUG=0|1] [ML_NO_MMAP=1] [SAN=1] [STATIC=1] [M32=1] [V=1]
+#   make ISA=<isa> [THREADS=pthread|1] [ASM=0|1] [CROSS=<prefix>] [DEBUG=0|1] [ML_NO_MMAP=1] [SAN=1] [STATIC=1] [M32=1] [V=1]
 
 # `make run` without ISA (or with ISA=auto) picks the best build this CPU
 # runs; everything else defaults to scalar, which is also auto's probe.
+# `make` alone (goal best) does the same for every program, and links
+# build/best to that build's folder.
 RUN_ISA  := $(or $(ISA),auto)
 ifeq ($(ISA),auto)
-ifneq ($(MAKECMDGOALS),run)
-$(error ISA=auto is for `make run` only; other targets need one (make help))
+ifneq ($(filter-out run best bench,$(MAKECMDGOALS)),)
+$(error ISA=auto is for `make`, `make run` and `make bench` only; other targets need one (make help))
 endif
 override ISA := scalar
 endif
 ISA      ?= scalar
-THREADS  ?= 1
+# The thread pool (-t N) is on by default; THREADS=1 builds without it (no
+# pthreads on the system, or the smallest binary), into build/<isa>-nothreads/.
+THREADS  ?= pthread
 ASM      ?= 0
 DEBUG    ?= 0
 SAN      ?= 0
@@ -80,7 +84,7 @@ LDFLAGS  += $(TARGET) $(M32_FLAGS) $(if $(filter 1,$(SAN)),$(SAN_FLAGS))
 LDFLAGS  += $(if $(filter 1,$(STATIC)),-static)
 LDLIBS   := -lm $(if $(filter pthread,$(THREADS)),-lpthread)
 
-NAME_SUFFIX := $(if $(filter pthread,$(THREADS)),-pthread)$(if $(ML_NO_MMAP),-nommap)$(if $(filter 1,$(DEBUG)),-debug)$(if $(filter 1,$(ASM)),-asm)$(if $(filter 1,$(SAN)),-san)$(if $(filter 1,$(STATIC)),-static)$(if $(filter 1,$(M32)),-i686)
+NAME_SUFFIX := $(if $(filter 1,$(THREADS)),-nothreads)$(if $(ML_NO_MMAP),-nommap)$(if $(filter 1,$(DEBUG)),-debug)$(if $(filter 1,$(ASM)),-asm)$(if $(filter 1,$(SAN)),-san)$(if $(filter 1,$(STATIC)),-static)$(if $(filter 1,$(M32)),-i686)
 # The build folder; BUILD=... on the command line overrides it (not the
 # environment, where the test scripts keep their own BUILD).
 ifneq ($(origin BUILD),command line)
@@ -115,28 +119,36 @@ prog_src    = $(wildcard $(shell awk -v p=$(1) '$$1 == p { $$1 = ""; print }' $(
 PROGS      := $(addprefix $(BUILD)/,$(PROG_NAMES))
 TESTS      := $(patsubst tests/%.c,$(BUILD)/%,$(TEST_SRC))
 
-.PHONY: lib lib-files install print-isas all progs help test check check-builds test-all run clean print-build print-progs bench bench-all bench-vs-llamacpp fuzz fuzz-bins dist
+# `make` without ISA: the best build for this CPU (best); with ISA=x: all of build x.
+.DEFAULT_GOAL := $(if $(filter auto,$(RUN_ISA)),best,all)
+.PHONY: best lib lib-files install print-isas all progs help test check check-builds test-all run clean print-build print-progs bench bench-all bench-vs-llamacpp fuzz fuzz-bins dist
 all: $(PROGS) $(TESTS)
 progs: $(PROGS)
 
 help:
 	@echo "legacy-ml targets:"
-	@echo "  make [ISA=...]         build ml_run, ml_bench, ml_perplexity and the tests into build/<isa>/"
+	@echo "  make                   ml_run, ml_bench, ml_perplexity, ml_tokenize of the best build for this CPU,"
+	@echo "                         and the link build/best to it (make run makes it too)"
+	@echo "  make ISA=...           build ml_run, ml_bench, ml_perplexity, ml_tokenize and the tests into build/<isa>/"
 	@echo "  make run               generate a story with models/stories260K on the best"
 	@echo "                         build for this CPU (ISA=auto; ISA=x forces a build)"
 	@echo "  make test              every ISA this machine can build and run (or emulate),"
 	@echo "                         every test, one result matrix (tests/matrix.sh; = make test-all)"
 	@echo "  make check [ISA=...]   every test of one build (tests/plan.txt: which test runs on which matrix row)"
-	@echo "  make bench             ml_bench of this build (kernels + stories15M decode)"
+	@echo "  make bench             ml_bench (kernels + stories15M decode) of the best build for"
+	@echo "                         this CPU, build/best (ISA=x: of that build; BENCH_ARGS=...)"
 	@echo "  make bench-all         every runnable x86 build side by side (BENCH_ARGS=...)"
 	@echo "  make bench-vs-llamacpp our best build beside llama.cpp's llama-bench (VS_ARGS=--help)"
 	@echo "  make fuzz              libFuzzer targets (clang, ASan+UBSan) into build/fuzz/; see fuzz/README.md"
-	@echo "  make dist              static ml_run/ml_bench of every ISA and arch + launcher, into dist/"
+	@echo "  make dist              static ml_run, ml_bench, ml_perplexity of every ISA and arch this"
+	@echo "                         machine builds (x86_64, i686, armv7, aarch64), the launcher dist/ml"
+	@echo "                         and SHA256SUMS, into dist/ (docs/DIST.md)"
 	@echo "  make lib               libml.a and libml.so (include/legacy_ml.h) into build/<isa>/lib/"
 	@echo "  make install PREFIX=D  the header, both libraries and legacy-ml.pc into D (default /usr/local)"
-	@echo "  make clean             remove build/"
-	@echo "options: ISA=$(ISAS) (config/isas.txt; auto: make run only)"
-	@echo "         THREADS=1|pthread ASM=0|1 DEBUG=0|1 CROSS=<prefix> ML_NO_MMAP=1 CC=clang"
+	@echo "  make clean             remove build/ (not dist/, nor CMake's build-*/ folders)"
+	@echo "options: ISA=$(ISAS) (config/isas.txt; auto: make, make run, make bench)"
+	@echo "         THREADS=pthread|1 (1: no thread pool, into build/<isa>-nothreads/)"
+	@echo "         ASM=0|1 DEBUG=0|1 CROSS=<prefix> ML_NO_MMAP=1 CC=clang"
 	@echo "         SAN=1 (ASan+UBSan, into build/<isa>-san/)  STATIC=1 (-static)"
 	@echo "         M32=1 (32-bit x86, -m32: scalar sse2 sse41 avx2 ...; needs SSE2; into build/<isa>-i686/)"
 	@echo "         V=1 (every compiler command; by default a line per file, make -s none)"
@@ -223,24 +235,24 @@ $(BUILD)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_targets.h $(APP_OBJ) $(LIB_OBJ) | $(GEN
 # `make test`: the whole matrix (tests/matrix.sh: every ISA this machine
 # builds, natively or under qemu). `make check`: one build's suite
 # (tests/run_tests.sh), after the sibling builds test_e2e.sh compares with:
-# the native scalar reference, this build with ML_NO_MMAP=1 and with
-# THREADS=pthread.
+# the native scalar reference, this build with ML_NO_MMAP=1, with THREADS=pthread
+# and with THREADS=1 (one of the two is this build itself).
 test: test-all
 # The reference is always the same build, whatever this command line says.
-REF_ARGS := ISA=scalar CC=gcc CROSS= THREADS=1 ASM=0 DEBUG=0 SAN=0 M32=0 ML_NO_MMAP= EXTRA_CFLAGS=
+REF_ARGS := ISA=scalar CC=gcc CROSS= THREADS=pthread ASM=0 DEBUG=0 SAN=0 M32=0 ML_NO_MMAP= EXTRA_CFLAGS=
 
 # check-builds: the builds make check runs (tests/run_suites.sh makes them first).
 # SAN=1: a failed allocation (test_loader's 256 GiB arena) must return NULL, not abort.
 SIBLINGS := ref=$$($(MAKE) -s $(REF_ARGS) print-build) && nommap=$$($(MAKE) -s ML_NO_MMAP=1 print-build) && \
-	threads=$$($(MAKE) -s THREADS=pthread print-build)
+	threads=$$($(MAKE) -s THREADS=pthread print-build) && single=$$($(MAKE) -s THREADS=1 print-build)
 check-builds: all
 	@$(SIBLINGS) && $(MAKE) -s $(REF_ARGS) $$ref/ml_run && $(MAKE) -s ML_NO_MMAP=1 $$nommap/ml_run && \
-	$(MAKE) -s THREADS=pthread $$threads/ml_run
+	$(MAKE) -s THREADS=pthread $$threads/ml_run && $(MAKE) -s THREADS=1 $$single/ml_run
 check: check-builds
 	@$(SIBLINGS) && \
 	$(if $(filter 1,$(SAN)),ASAN_OPTIONS="allocator_may_return_null=1:$$ASAN_OPTIONS") \
 	  BUILD=$(BUILD) ISA=$(ISA) PYTHON=$(PYTHON) MODELS=$(MODELS) RUNNER="$(RUNNER)" \
-	  REF_BUILD=$$ref NOMMAP_BUILD=$$nommap THREADS_BUILD=$$threads bash tests/run_tests.sh
+	  REF_BUILD=$$ref NOMMAP_BUILD=$$nommap THREADS_BUILD=$$threads SINGLE_BUILD=$$single bash tests/run_tests.sh
 
 print-build:
 	@echo $(BUILD)
@@ -256,9 +268,20 @@ test-all:
 # tools/run_default.sh makes the builds it needs, a line per build (V=1: every command).
 run:
 	@BUILD=$(BUILD) ISA=$(ISA) RUN_ISA=$(RUN_ISA) V=$(V) MAKE="$(MAKE)" bash tools/run_default.sh
+best:
+	@BUILD=$(BUILD) ISA=$(ISA) RUN_ISA=auto V=$(V) MAKE="$(MAKE)" BEST_ONLY=1 bash tools/run_default.sh
 
-bench: all
+# Without ISA: the best build for this CPU (build/best, as `make` makes it).
+bench:
+ifeq ($(RUN_ISA),auto)
+	@BUILD=$(BUILD) ISA=$(ISA) RUN_ISA=auto V=$(V) MAKE="$(MAKE)" BEST_ONLY=1 bash tools/run_default.sh
+	@echo "make bench: build/best/ml_bench, the $$(readlink build/best) build (the best for this CPU; ISA=x make bench: another)" >&2
+	build/best/ml_bench $(BENCH_ARGS)
+else
+	@$(MAKE) --no-print-directory -s $(BUILD)/ml_bench
+	@echo "make bench: the $(ISA) build ($(BUILD)/ml_bench)" >&2
 	$(BUILD)/ml_bench $(BENCH_ARGS)
+endif
 
 bench-all:
 	@BENCH_ARGS="$(BENCH_ARGS)" bash tools/bench_all.sh

@@ -10,6 +10,7 @@
 #include "core/quant.h"
 #include "core/threads.h"
 #include "model/generate.h"
+#include "model/mlb.h" /* ML_MLB_ROPE_LLAMA3 */
 #include "model/sampler.h"
 
 #define API_DEFAULT_BATCH 128 /* ml_run's -b default (app/cli.h ML_RUN_DEFAULT_BATCH) */
@@ -71,7 +72,7 @@ lml_status ml_api_open(lml_model **out, const char *path, const void *data, size
         free(h);
         return ml_api_error(err, &e, s);
     }
-    if (o->tokenizer) {
+    if (!o->no_tokenizer && (o->tokenizer || h->m.tokenizer.len)) { /* none given: the one the file embeds, if any */
         lml_status ts = lml_model_load_tokenizer(h, o->tokenizer, err);
         if (ts) {
             lml_model_close(h);
@@ -83,19 +84,21 @@ lml_status ml_api_open(lml_model **out, const char *path, const void *data, size
 }
 
 lml_status lml_model_load_tokenizer(lml_model *m, const char *path, lml_error *err) {
-    if (!m || !path) return api_fail(err, ML_E_ARG, "tokenizer: expected a model and a path, got NULL");
-    if (m->has_tok) ml_tokenizer_free(&m->tok);
+    if (!m) return api_fail(err, ML_E_ARG, "tokenizer: expected a model, got NULL");
+    if (m->has_tok) ml_tok_free(&m->tok);
     m->has_tok = 0;
     ml_err e = {{0}};
-    ml_status s = ml_tokenizer_load(&m->tok, path, m->m.cfg.vocab, &e);
+    ml_status s = ml_tok_load_or_embedded(&m->tok, path, m->m.tokenizer.data, m->m.tokenizer.len, m->m.cfg.vocab, &e);
     if (s) return ml_api_error(err, &e, s);
     m->has_tok = 1;
+    m->tok_from_file = path != NULL;
     return ml_api_error(err, NULL, ML_OK);
 }
 
 void lml_model_close(lml_model *m) {
     if (!m) return;
-    if (m->has_tok) ml_tokenizer_free(&m->tok);
+    if (m->has_spec) ml_spec_free(&m->sp);
+    if (m->has_tok) ml_tok_free(&m->tok);
     ml_model_close(&m->m);
     free(m);
 }
@@ -112,6 +115,21 @@ void lml_model_get_info(const lml_model *m, lml_model_info *info) {
         .batch = m->m.b.cap > 1 ? m->m.b.cap : 1, .weights = c->wtype == ML_TYPE_Q8_0 ? "Q8_0" : "Q4_0",
         .storage = ml_file_kind_name(m->m.file.kind), .weight_bytes = m->m.weight_bytes,
         .arena_bytes = m->m.arena.cap, .kv_bytes = m->m.kv_bytes};
+    info->file_version = c->version;
+    info->head_dim = c->head_dim;
+    info->qkv_bias = c->qkv_bias;
+    info->qk_norm = c->qk_norm;
+    info->rope_scaling = (unsigned)c->rope_scaling == ML_MLB_ROPE_LLAMA3 ? "llama3" : "none";
+    info->embeds_tokenizer = m->m.tokenizer.len > 0;
+    info->chat_template_bytes = m->m.chat_template.len;
+    if (m->has_tok) {
+        info->tokenizer = ml_tok_kind_name(&m->tok);
+        info->bos = ml_tok_bos(&m->tok);
+        info->eos = ml_tok_eos(&m->tok);
+        info->eot = ml_tok_eot(&m->tok);
+        info->add_bos = ml_tok_add_bos(&m->tok);
+        info->byte_level = m->tok.kind == ML_TOK_KIND_BPE;
+    }
     /* A separate classifier's embedding table is read a row a step, not whole. */
     info->decode_bytes = m->m.weight_bytes;
     if (!c->shared_classifier)
@@ -121,15 +139,15 @@ void lml_model_get_info(const lml_model *m, lml_model_info *info) {
 
 /* ---- tokens ------------------------------------------------------------- */
 
-size_t lml_tokenize_capacity(const char *text) { return ml_tokenizer_max_tokens(text ? text : ""); }
-
+/* Either kind's need: the BPE bound (10 bytes' worth a byte) covers SentencePiece's (strlen + 3). */
+size_t lml_tokenize_capacity(const char *text) { return ml_bpe_max_tokens(strlen(text ? text : "")); }
 lml_status lml_tokenize(const lml_model *m, const char *text, int add_bos, int *tokens, size_t capacity,
                         int *n_tokens, lml_error *err) {
     if (n_tokens) *n_tokens = 0;
     if (!m || !text || !tokens || !n_tokens)
         return api_fail(err, ML_E_ARG, "tokenize: expected a model, a text and buffers, got NULL");
     if (!m->has_tok) return api_fail(err, ML_E_ARG, "tokenize: the model has no tokenizer (options.tokenizer)");
-    size_t need = ml_tokenizer_max_tokens(text);
+    size_t need = ml_tok_max_tokens(&m->tok, text);
     if (capacity < need) {
         ml_err e;
         ml_errf(&e, ML_E_ARG, "tokenize: expected room for %zu tokens (lml_tokenize_capacity), got %zu", need,
@@ -137,13 +155,27 @@ lml_status lml_tokenize(const lml_model *m, const char *text, int add_bos, int *
         return ml_api_error(err, &e, ML_E_ARG);
     }
     ml_err e = {{0}};
-    return ml_api_error(err, &e, ml_tokenizer_encode(&m->tok, text, add_bos != 0, 0, tokens, n_tokens, &e));
+    return ml_api_error(err, &e, ml_tok_encode(&m->tok, text, add_bos != 0, 0, 0, tokens, n_tokens, &e));
 }
 
 const char *lml_token_piece(const lml_model *m, int prev, int token, size_t *len) {
     if (len) *len = 0;
     if (!m || !m->has_tok) return NULL;
-    return ml_tokenizer_decode(&m->tok, prev, token, len);
+    return ml_tok_decode(&m->tok, prev, token, len);
+}
+
+_Static_assert(sizeof(lml_utf8_state) == sizeof(ml_utf8_stream), "one UTF-8 stream state");
+
+static ml_utf8_stream *utf8_state(lml_utf8_state *st) {
+    return (ml_utf8_stream *)(void *)st;
+}
+
+size_t lml_utf8_feed(lml_utf8_state *st, const char *piece, size_t len, char *out) {
+    return st && out && (piece || !len) ? ml_utf8_stream_feed(utf8_state(st), piece, len, out) : 0;
+}
+
+size_t lml_utf8_flush(lml_utf8_state *st, char *out) {
+    return st && out ? ml_utf8_stream_flush(utf8_state(st), out) : 0;
 }
 
 /* ---- running ------------------------------------------------------------ */
@@ -230,13 +262,45 @@ lml_status lml_generate(lml_model *m, const int *prompt, int n_prompt, int steps
     ml_status s = ml_sampler_set_filters(&smp, so.top_k, so.min_p, so.repeat_penalty, so.repeat_last_n,
                                          mm->cfg.max_seq, &e);
     if (s) return ml_api_error(err, &e, s);
+    lml_callbacks none = {0};
+    if (!cb) cb = &none;
     gen_ctx g = {m, cb, 0};
     ml_gen_callbacks gc = {.on_logits = cb && cb->on_logits ? gen_logits : NULL,
                            .on_token = cb && cb->on_token ? gen_token : NULL,
                            .on_prompt_done = cb && cb->on_prompt_done ? gen_prompt_done : NULL,
                            .should_stop = gen_should_stop, .ud = &g};
-    int cap = narrow_batch(mm, gc.on_logits != NULL);
-    s = ml_generate(mm, &smp, prompt, n_prompt, steps, &gc, n_pos, &e);
+    if (m->has_tok && m->tok.kind == ML_TOK_KIND_BPE) { /* its end of text and end of turn, not ids 1 and 2 */
+        for (int id, k = 0; k < 2; k++)
+            if ((id = k ? ml_tok_eot(&m->tok) : ml_tok_eos(&m->tok)) >= 0) gc.stop[gc.n_stop++] = id;
+        if (!gc.n_stop) gc.stop[gc.n_stop++] = -1; /* none: run to steps */
+    }
+    int cap = narrow_batch(mm, gc.on_logits != NULL && !m->has_spec);
+    s = m->has_spec ? ml_generate_spec(mm, &smp, &m->sp, prompt, n_prompt, steps, &gc, n_pos, &e)
+                    : ml_generate(mm, &smp, prompt, n_prompt, steps, &gc, n_pos, &e);
     mm->b.cap = cap;
     return ml_api_error(err, &e, s);
+}
+
+/* ---- speculation ---------------------------------------------------------- */
+
+lml_status lml_model_speculate(lml_model *m, int n_draft, lml_model *draft, lml_error *err) {
+    if (!m) return api_fail(err, ML_E_ARG, "speculate: expected a model, got NULL");
+    if (m->has_spec) ml_spec_free(&m->sp);
+    m->has_spec = 0;
+    if (!n_draft) return ml_api_error(err, NULL, ML_OK);
+    ml_err e = {{0}};
+    ml_status s = ML_OK;
+    if (draft && draft->tok_from_file && m->has_tok) s = ml_spec_check_tokenizers(&m->tok, &draft->tok, &e);
+    ml_spec_opts so = {.max_draft = n_draft, .draft = draft ? &draft->m : NULL};
+    if (!s) s = ml_spec_init(&m->sp, &m->m, &so, &e);
+    if (s) return ml_api_error(err, &e, s);
+    m->has_spec = 1;
+    return ml_api_error(err, NULL, ML_OK);
+}
+
+void lml_speculation_stats(const lml_model *m, long *drafted, long *accepted, long *steps) {
+    int on = m && m->has_spec;
+    if (drafted) *drafted = on ? m->sp.drafted : 0;
+    if (accepted) *accepted = on ? m->sp.accepted : 0;
+    if (steps) *steps = on ? m->sp.batches : 0;
 }

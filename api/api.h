@@ -6,12 +6,16 @@
 #include "core/status.h"
 #include "include/legacy_ml.h"
 #include "model/model.h"
-#include "model/tokenizer.h"
+#include "model/speculate.h"
+#include "model/tok.h"
 
 struct lml_model {
     ml_model m;
-    ml_tokenizer tok;
-    int has_tok; /* tok is loaded */
+    ml_tok tok;
+    int has_tok;       /* tok is loaded */
+    int tok_from_file; /* ... from options.tokenizer or lml_model_load_tokenizer's path */
+    ml_spec sp;        /* lml_model_speculate */
+    int has_spec;
 };
 
 /* ml_err -> lml_error (either may be NULL); returns s as an lml_status. */

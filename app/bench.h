@@ -3,9 +3,9 @@
  *   bench_kernels.c  kernel figures at the matrix shapes of real models
  *   bench_bw.c       the memory read bandwidth (the bound of a large model)
  *   bench_model.c    model decode and prompt figures, for a .mlb or a named shape
- * Lines starting with "#row" are for tools/bench_all.sh, which sets builds
- * side by side, and tools/bench_vs_llamacpp.py, which sets us beside
- * llama-bench. */
+ * Lines starting with "#row" (only with --rows) are for tools/bench_all.sh,
+ * which sets builds side by side, and tools/bench_vs_llamacpp.py, which sets
+ * us beside llama-bench. */
 #ifndef ML_BENCH_H
 #define ML_BENCH_H
 
@@ -19,6 +19,7 @@ typedef struct {
     int wtypes[2], n_wtypes;
     int threads[8], n_threads;
     int tokens, reps, kernels, model, use_mmap, bw;
+    int rows; /* --rows: the machine-readable #row lines too */
     int prompt, batch; /* -p: prompt tokens (0: no prompt figure); -b: prompt tokens per batch */
 } ml_bench_opts;
 
@@ -30,6 +31,10 @@ ml_bench_stats ml_bench_summarize(double *v, int n);
 
 /* Seconds per call of fn(ctx), timed over enough calls to last ~50 ms. */
 double ml_bench_time_call(void (*fn)(void *ctx), void *ctx);
+
+/* What is being measured, on stderr when it is a terminal (one line,
+ * rewritten; NULL clears it): long runs show progress, pipes stay clean. */
+void ml_bench_progress(const char *fmt, ...);
 
 /* n bytes, 64-byte aligned (2 MiB-aligned and huge pages when large); ml_aligned_free() (core/mem.h). */
 void *ml_bench_alloc(size_t n);

@@ -63,23 +63,27 @@ static int bench_one_matvec(const ml_bench_opts *o, ml_ops *ops, const mv_shape 
         ml_rng_quants(rng, c.x.q, (size_t)s->cols, ML_TYPE_Q8_0);
         ml_rng_floats(rng, c.x.d, (size_t)s->cols / ML_QK, 1e-2f, 2e-2f);
         double t[64];
+        ml_bench_progress("matvec_%s %dx%d (%d runs)", tn, s->rows, s->cols, o->reps);
         for (int r = 0; r < o->reps; r++) t[r] = ml_bench_time_call(run_matvec, &c);
+        ml_bench_progress(NULL);
         ml_bench_stats st = ml_bench_summarize(t, o->reps);
         double bytes = (double)(qb + db);
         printf("  matvec_%s %-11s %-10s %5dx%-5d %8.2f us  %7.1f GB/s  %7.1f GOPS  (%.1f-%.1f GB/s)\n", tn,
                s->model, s->what, s->rows, s->cols, st.med * 1e6, bytes / st.med / 1e9,
                2.0 * (double)n / st.med / 1e9, bytes / st.hi / 1e9, bytes / st.lo / 1e9);
-        printf("#row kernel %s matvec_%s_%dx%d %.3f\n", ML_ISA_NAME, tn, s->rows, s->cols, bytes / st.med / 1e9);
+        if (o->rows) printf("#row kernel %s matvec_%s_%dx%d %.3f\n", ML_ISA_NAME, tn, s->rows, s->cols, bytes / st.med / 1e9);
 
         ml_rng_quants(rng, c.X.q, (size_t)s->cols * MM_TOKENS, ML_TYPE_Q8_0);
         ml_rng_floats(rng, c.X.d, (size_t)s->cols / ML_QK * MM_TOKENS, 1e-2f, 2e-2f);
+        ml_bench_progress("matmul_%s %dx%d (%d runs)", tn, s->rows, s->cols, o->reps);
         for (int r = 0; r < o->reps; r++) t[r] = ml_bench_time_call(run_matmul, &c);
+        ml_bench_progress(NULL);
         st = ml_bench_summarize(t, o->reps);
         double ops = 2.0 * (double)n * MM_TOKENS;
         printf("  matmul_%s %-11s %-10s %5dx%-5d %8.2f us  %d tokens  %7.1f GOPS  (%.1f-%.1f GOPS)\n", tn, s->model,
                s->what, s->rows, s->cols, st.med * 1e6, MM_TOKENS, ops / st.med / 1e9, ops / st.hi / 1e9,
                ops / st.lo / 1e9);
-        printf("#row kernel %s matmul_%s_%dx%d %.3f\n", ML_ISA_NAME, tn, s->rows, s->cols, ops / st.med / 1e9);
+        if (o->rows) printf("#row kernel %s matmul_%s_%dx%d %.3f\n", ML_ISA_NAME, tn, s->rows, s->cols, ops / st.med / 1e9);
     }
     ml_aligned_free(c.y), ml_aligned_free(c.W.q), ml_aligned_free(c.W.d), ml_aligned_free(c.x.q), ml_aligned_free(c.x.d);
     ml_aligned_free(c.X.q), ml_aligned_free(c.X.d);

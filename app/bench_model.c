@@ -45,9 +45,53 @@ static double prompt_seconds(lml_model *m, const int *tokens, int n) {
     return ml_cli_now() - t0;
 }
 
+/* Speculative decoding's bound (model/speculate.h): batches of k tokens
+ * with every token's logits, as a verification runs them, over the decode
+ * figure's positions; seconds per batch. */
+static int ignore_logits(void *ud, int pos, const float *logits, int vocab) {
+    (void)ud, (void)pos, (void)logits, (void)vocab;
+    return 0;
+}
+
+static double verify_seconds(lml_model *m, const int *tokens, int n, int k) {
+    int batches = 0;
+    double t0 = ml_cli_now();
+    for (int pos = 0; pos + k <= n; pos += k, batches++)
+        if (lml_eval(m, tokens + pos, k, pos, ignore_logits, NULL, NULL)) return -1;
+    return batches ? (ml_cli_now() - t0) / batches : -1;
+}
+
+/* k = 2, 4, 8 beside one decode step (step_s): their cost ratio, and #row lines. */
+static int bench_verify(const ml_bench_opts *o, lml_model *m, const lml_model_info *info, const int *tokens, int n,
+                        double step_s, const char *label, const char *tn, int nth) {
+    static const int ks[] = {2, 4, 8};
+    enum { NK = sizeof ks / sizeof *ks };
+    double med[NK];
+    for (int j = 0; j < NK; j++) {
+        double t[64];
+        med[j] = 0;
+        if (ks[j] > info->batch || ks[j] > n) continue;
+        verify_seconds(m, tokens, ks[j], ks[j]); /* warm */
+        for (int r = 0; r < o->reps; r++) t[r] = verify_seconds(m, tokens, n, ks[j]);
+        ml_bench_stats st = ml_bench_summarize(t, o->reps);
+        if (st.lo < 0) {
+            fprintf(stderr, "ml_bench: %s: the verification batch failed\n", label);
+            return ML_EXIT_FAIL;
+        }
+        med[j] = st.med;
+    }
+    printf("  %-12s %s  %dT  verify k tokens (one batch, every logit) / a decode step:", label, tn, nth);
+    for (int j = 0; j < NK; j++)
+        if (med[j] > 0) printf("  k=%d %.3f ms = %.2fx", ks[j], med[j] * 1e3, med[j] / step_s);
+    printf("\n");
+    for (int j = 0; j < NK && o->rows; j++)
+        if (med[j] > 0) printf("#row verify%d %s %s_%s_%dT %.3f\n", ks[j], ML_ISA_NAME, label, tn, nth, med[j] / step_s);
+    return ML_EXIT_OK;
+}
+
 /* The prompt figure and its #row line, beside the decode figure. */
 static int bench_prompt(const ml_bench_opts *o, lml_model *m, const lml_model_info *info, const char *label,
-                        const char *tn, int nth) {
+                        const char *tn, int nth, double step_s) {
     int n = o->prompt < info->context ? o->prompt : info->context;
     int *tokens = malloc((size_t)n * sizeof *tokens);
     if (!tokens) {
@@ -58,24 +102,28 @@ static int bench_prompt(const ml_bench_opts *o, lml_model *m, const lml_model_in
     for (int i = 0; i < n; i++) tokens[i] = i ? (int)((1 + 7919u * (unsigned)i) % (unsigned)info->vocab) : 1;
     prompt_seconds(m, tokens, n < 8 ? n : 8); /* warm caches */
     double t[64];
+    ml_bench_progress("%s %s %dT: a %d-token prompt (%d runs)", label, tn, nth, n, o->reps);
     for (int r = 0; r < o->reps; r++) t[r] = prompt_seconds(m, tokens, n);
-    free(tokens);
+    ml_bench_progress(NULL);
     ml_bench_stats st = ml_bench_summarize(t, o->reps);
+    int rc = st.lo < 0 ? ML_EXIT_FAIL : bench_verify(o, m, info, tokens, n, step_s, label, tn, nth);
+    free(tokens);
     if (st.lo < 0) {
         fprintf(stderr, "ml_bench: %s: the prompt failed\n", label);
         return ML_EXIT_FAIL;
     }
     printf("  %-12s %s  %dT  %8.1f tok/s  pp%d, -b %d  (%.1f-%.1f tok/s)\n", label, tn, nth, n / st.med, n,
            info->batch, n / st.hi, n / st.lo);
-    printf("#row pp%d %s %s_%s_%dT %.2f\n", n, ML_ISA_NAME, label, tn, nth, n / st.med);
-    return ML_EXIT_OK;
+    if (o->rows) printf("#row pp%d %s %s_%s_%dT %.2f\n", n, ML_ISA_NAME, label, tn, nth, n / st.med);
+    return rc;
 }
 
 static int bench_model(const ml_bench_opts *o, const ml_bench_bw *bw, const char *label, const void *data,
                        size_t size, int nth) {
     lml_model *m;
     lml_error err = {{0}};
-    lml_model_options oo = {.no_mmap = !o->use_mmap, .threads = nth, .batch = o->batch};
+    /* all_logits: the verification figure wants every row's logits. */
+    lml_model_options oo = {.no_mmap = !o->use_mmap, .threads = nth, .batch = o->batch, .all_logits = 1};
     lml_status s = data ? lml_model_open_memory(&m, data, size, &oo, &err) : lml_model_open(&m, o->model_path, &oo, &err);
     if (s) {
         fprintf(stderr, "ml_bench: %s: %s (%s)\n", label, err.message, ml_status_name((ml_status)s));
@@ -86,26 +134,30 @@ static int bench_model(const ml_bench_opts *o, const ml_bench_bw *bw, const char
     int tokens = o->tokens < info.context ? o->tokens : info.context;
     /* Bytes of weights one token streams: every matrix once, plus one embedding row. */
     double per_tok = (double)info.decode_bytes;
+    const char *tn = !strcmp(info.weights, "Q8_0") ? "q8_0" : "q4_0";
+    ml_bench_progress("%s %s %dT: %d tokens decoded (%d runs)", label, tn, nth, tokens, o->reps);
     decode_seconds(m, &info, tokens < 8 ? tokens : 8); /* warm caches and page in */
     double t[64];
     for (int r = 0; r < o->reps; r++) t[r] = decode_seconds(m, &info, tokens);
+    ml_bench_progress(NULL);
     ml_bench_stats st = ml_bench_summarize(t, o->reps);
     double tps = tokens / st.med;
-    const char *tn = !strcmp(info.weights, "Q8_0") ? "q8_0" : "q4_0";
     printf("  %-12s %s  %dT  %8.1f tok/s  %7.3f ms/token  %6.1f GB/s  RSS %6.1f MiB  (%.1f-%.1f tok/s; weights %s)\n",
            label, tn, nth, tps, 1e3 / tps, per_tok * tps / 1e9, resident_kib() / 1024.0,
            tokens / st.hi, tokens / st.lo, info.storage);
     if (o->bw) {
+        ml_bench_progress("the read bandwidth, %dT (%d runs)", nth, o->reps);
         double med, peak = ml_bench_read_bandwidth(bw, o->reps, nth, &med);
+        ml_bench_progress(NULL);
         if (peak > 0) {
             printf("  %-12s %s  %dT  %5.1f%% of the read bandwidth measured next: %.1f GB/s (median %.1f)\n", label,
                    tn, nth, 100.0 * per_tok * tps / 1e9 / peak, peak, med);
-            printf("#row bw %s %s_%s_%dT %.2f\n", ML_ISA_NAME, label, tn, nth, peak);
+            if (o->rows) printf("#row bw %s %s_%s_%dT %.2f\n", ML_ISA_NAME, label, tn, nth, peak);
         } else
             printf("  %-12s read bandwidth not measured: no memory for its 1 GiB buffer\n", label);
     }
-    printf("#row model %s %s_%s_%dT %.2f\n", ML_ISA_NAME, label, tn, nth, tps);
-    int rc = o->prompt ? bench_prompt(o, m, &info, label, tn, nth) : ML_EXIT_OK;
+    if (o->rows) printf("#row model %s %s_%s_%dT %.2f\n", ML_ISA_NAME, label, tn, nth, tps);
+    int rc = o->prompt ? bench_prompt(o, m, &info, label, tn, nth, st.med / tokens) : ML_EXIT_OK;
     fflush(stdout);
     lml_model_close(m);
     return rc;
@@ -118,6 +170,14 @@ static int bench_shape(const ml_bench_opts *o, const ml_bench_bw *bw, const ml_b
     ml_mlb_header h = ml_mlb_make_header((uint32_t)s->dim, (uint32_t)s->n_layers, (uint32_t)s->n_heads,
                                          (uint32_t)s->n_kv_heads, (uint32_t)s->hidden_dim, (uint32_t)s->vocab,
                                          (uint32_t)s->max_seq, (uint32_t)wtype, (uint32_t)s->shared_classifier);
+    if (s->head_dim || s->flags || s->llama3) { /* today's models: a version-2 header */
+        h.version = ML_MLB_VERSION_2, h.head_dim = (uint32_t)s->head_dim, h.flags = (uint32_t)s->flags;
+        h.bos = h.eos = h.eot = -1;
+        if (s->llama3) {
+            h.rope_theta = 500000.0f, h.rope_scaling = ML_MLB_ROPE_LLAMA3, h.rope_factor = 32.0f;
+            h.rope_low_freq_factor = 1.0f, h.rope_high_freq_factor = 4.0f, h.rope_orig_max_seq = 8192;
+        }
+    }
     size_t size = (size_t)ml_mlb_random_bytes(&h);
     unsigned char *img = ml_bench_alloc(size);
     if (!img) {

@@ -13,6 +13,7 @@
 
 #include "app/exit_codes.h"
 #include "core/status.h"
+#include "config/ml_config.h"
 #include "core/threads.h"
 
 int ml_cli_int(const char *s, long lo, long hi, long *out) {
@@ -87,7 +88,7 @@ static int takes_value(const char *a) {
  * extra_opt: 1 if `a` is one of them (each takes a value). */
 static int extra_opt(const char *a) {
     static const char *const names[] = {"--top-k", "--min-p", "--repeat-penalty", "--repeat-last-n", "-f",
-                                        "--stop"};
+                                        "--stop", "--lookup", "--draft-model", "--draft", "--draft-tokenizer"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(a, names[i])) return 1;
     return 0;
@@ -106,6 +107,16 @@ static int parse_extra(const char *a, const char *v, ml_run_opts *o, char *msg, 
                                ML_STOP_MAX_LEN, strlen(v));
         if ((size_t)o->n_stops >= max) return usage_error(msg, msg_size, "--stop: at most %zu of them", max);
         o->stops[o->n_stops++] = v;
+    } else if (!strcmp(a, "--lookup") || !strcmp(a, "--draft")) {
+        if (!ml_cli_int(v, 1, ML_CLI_MAX_DRAFT, &n))
+            return usage_error(msg, msg_size, "%s: expected a draft length in 1..%d tokens, got '%s'", a,
+                               ML_CLI_MAX_DRAFT, v);
+        if (!strcmp(a, "--lookup")) o->lookup = n;
+        else o->draft = n;
+    } else if (!strcmp(a, "--draft-model")) {
+        o->draft_model = v;
+    } else if (!strcmp(a, "--draft-tokenizer")) {
+        o->draft_tokenizer = v;
     } else if (!strcmp(a, "--top-k")) {
         if (!ml_cli_int(v, 0, 1L << 30, &n))
             return usage_error(msg, msg_size, "--top-k: expected an integer >= 0 (0 = off), got '%s'", v);
@@ -175,6 +186,9 @@ int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t m
         } else if (!strcmp(a, "-t")) {
             if (!ml_cli_int(v, 1, 256, &n))
                 return usage_error(msg, msg_size, "-t: expected a thread count in 1..256, got '%s'", v);
+            if (n > 1 && !ML_HAS_THREADS)
+                return usage_error(msg, msg_size, "-t %ld: this " ML_ISA_NAME " build has no thread pool (made with THREADS=1): "
+                                   "use -t 1, or a build made without THREADS=1", n);
             o->threads = n;
         } else if (!strcmp(a, "-b")) {
             if (!ml_cli_int(v, 1, ML_CLI_MAX_BATCH, &n))
@@ -189,7 +203,11 @@ int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t m
         }
     }
     if (!o->model) return usage_error(msg, msg_size, "missing -m model.mlb");
-    if (!o->tokenizer) return usage_error(msg, msg_size, "missing -z tokenizer.bin");
+    /* no -z: the model's embedded tokenizer (.mlb version 2), checked by ml_run at load */
     if (o->prompt_file && *o->prompt) return usage_error(msg, msg_size, "-i and -f: give the prompt one way");
+    if ((o->draft || o->draft_tokenizer) && !o->draft_model)
+        return usage_error(msg, msg_size, "%s: needs --draft-model FILE", o->draft ? "--draft" : "--draft-tokenizer");
+    if (o->lookup && o->draft_model)
+        return usage_error(msg, msg_size, "--lookup and --draft-model: choose one drafter");
     return ML_CLI_RUN;
 }

@@ -34,6 +34,10 @@ typedef struct {
     const char *prompt_file;     /* -f FILE ("-": stdin); NULL: not given */
     const char *stops[ML_STOP_MAX];        /* --stop STR, (n_stops) of them, in the order given */
     int n_stops;
+    long lookup;                 /* --lookup N in 1..ML_CLI_MAX_DRAFT: prompt lookup; 0: off */
+    const char *draft_model;     /* --draft-model FILE; NULL: none */
+    long draft;                  /* --draft N in 1..ML_CLI_MAX_DRAFT; 0: not given */
+    const char *draft_tokenizer; /* --draft-tokenizer FILE; NULL: -z's */
 } ml_run_opts;
 
 #define ML_CLI_RUN (-1) /* ml_run_parse_args: go ahead and run */
@@ -46,6 +50,8 @@ typedef struct {
 #define ML_CLI_MAX_BATCH (1L << 20)
 /* The largest -c and -n: the loader's largest context (max_seq). */
 #define ML_CLI_MAX_CONTEXT (1L << 20)
+/* The largest --lookup and --draft (model/speculate.h's ML_SPEC_MAX_DRAFT). */
+#define ML_CLI_MAX_DRAFT 64
 
 /* Parse ml_run's argv into o. Returns ML_CLI_RUN; ML_EXIT_OK for -h/--help
  * (the caller prints usage); or ML_EXIT_USAGE with the reason in msg (the

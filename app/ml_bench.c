@@ -15,11 +15,12 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: ml_bench [options]\n"
-            "  --shape NAME     stories15M | stories110M | tinyllama | all (default stories15M):\n"
+            "  --shape NAME     stories15M | stories110M | tinyllama | smollm2-135m | qwen2.5-0.5b |\n"
+            "                   qwen3-0.6b | llama3.2-1b | all (default stories15M):\n"
             "                   random weights built in memory at that model's shape\n"
             "  -m FILE          benchmark this .mlb instead (weights mapped, or --no-mmap)\n"
             "  --wtype T        q8_0 | q4_0 | both (default both)\n"
-            "  -t LIST          thread counts, e.g. 1,2 (default 1; >1 needs THREADS=pthread)\n"
+            "  -t LIST          thread counts, e.g. 1,2 (default 1; >1 not in THREADS=1 builds)\n"
             "  --tokens N       tokens decoded per run from position 0 (default 128): tg128\n"
             "  -p N             prompt tokens per run from position 0, in batches (default 128):\n"
             "                   pp128, as llama-bench -p 128; 0 = no prompt figure\n"
@@ -29,6 +30,8 @@ static void usage(FILE *f) {
             "  --no-mmap        with -m: read the file into memory\n"
             "  --bw             after each model figure, the memory read bandwidth with as\n"
             "                   many threads (1 GiB buffer) and the figure's share of it\n"
+            "  --rows           also print a '#row KIND ISA NAME VALUE' line per figure,\n"
+            "                   for scripts (tools/bench_all.sh, tools/bench_vs_llamacpp.py)\n"
             "  --version        print the version and the build, and exit\n"
             "build: %s\n",
             ML_RUN_DEFAULT_BATCH, ML_ISA_NAME);
@@ -52,6 +55,7 @@ static int parse(int argc, char **argv, ml_bench_opts *o) {
         if (!strcmp(a, "--model-only")) { o->kernels = 0; continue; }
         if (!strcmp(a, "--no-mmap")) { o->use_mmap = 0; continue; }
         if (!strcmp(a, "--bw")) { o->bw = 1; continue; }
+        if (!strcmp(a, "--rows")) { o->rows = 1; continue; }
         static const char *const valued[] = {"--shape", "-m", "--wtype", "-t", "--tokens", "--reps", "-p", "-b"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(a, valued[k]);
@@ -61,7 +65,8 @@ static int parse(int argc, char **argv, ml_bench_opts *o) {
         if (!strcmp(a, "--shape")) {
             int ok = !strcmp(v, "all");
             for (int k = 0; k < ML_BENCH_N_SHAPES; k++) ok |= !strcmp(v, ml_bench_shapes[k].name);
-            if (!ok) return bad("--shape: expected stories15M, stories110M, tinyllama or all", v);
+            if (!ok) return bad("--shape: expected stories15M, stories110M, tinyllama, smollm2-135m, qwen2.5-0.5b,"
+                              " qwen3-0.6b, llama3.2-1b or all", v);
             o->shape = v;
         } else if (!strcmp(a, "-m")) {
             o->model_path = v;

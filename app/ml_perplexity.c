@@ -18,6 +18,7 @@
 #include "config/ml_config.h"
 #include "core/outfile.h"
 #include "core/path.h"
+#include "core/threads.h" /* ml_threads_default, ML_HAS_THREADS */
 #include "include/legacy_ml.h"
 #include "model/sampler.h" /* ml_argmax */
 
@@ -32,14 +33,15 @@ typedef struct {
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: ml_perplexity -m model.mlb -z tokenizer.bin -f text.txt [options]\n"
+            "usage: ml_perplexity -m model.mlb [-z tokenizer.bin] -f text.txt [options]\n"
             "  -m FILE          model, converted by tools/convert.py\n"
-            "  -z FILE          llama2.c tokenizer.bin matching the model's vocab\n"
+            "  -z FILE          llama2.c tokenizer.bin or BPE tokenizer file matching the\n"
+            "                   model's vocab (default: the one the model embeds)\n"
             "  -f FILE          UTF-8 text to score\n"
             "  -c N             tokens per chunk, >= 4 (default: the model's context, at most %d)\n"
             "  -b N             positions per evaluation batch (default: -c; 1 = token by\n"
             "                   token). Results are the same bit for bit for every N\n"
-            "  -t N             threads (default 1; THREADS=pthread builds)\n"
+            "  -t N             threads (default: the CPUs this process may use, at most 8; 1 in THREADS=1 builds)\n"
             "  --kl-base FILE   if FILE exists: compare with the logits saved in it (mean KL\n"
             "                   divergence, top-1 agreement, PPL ratio); if not: save this\n"
             "                   model's logits there. Same text and -c, a model of the same vocab\n"
@@ -47,7 +49,8 @@ static void usage(FILE *f) {
             "  --version        print the version and the build, and exit\n"
             "scoring (as llama-perplexity): the text is tokenized once (BOS first) and cut\n"
             "into chunks of -c tokens (a partial last chunk is dropped); each chunk starts with\n"
-            "BOS and is evaluated from position 0; only its second half is scored: tokens\n"
+            "BOS (a BPE tokenizer without BOS: neither) and is evaluated from position 0;\n"
+            "only its second half is scored: tokens\n"
             "c/2+1 .. c-1 (0-based), each predicted with at least c/2+1 tokens of context.\n"
             "PPL = exp(mean negative log-likelihood), +/- its standard error.\n"
             "build: %s\n",
@@ -71,7 +74,7 @@ static int usage_error(const char *fmt, ...) {
 /* Returns ML_CLI_RUN or an exit code. */
 static int parse_args(int argc, char **argv, options *o) {
     static const char *const valued[] = {"-m", "-z", "-f", "-c", "-b", "-t", "--kl-base"};
-    *o = (options){.threads = 1};
+    *o = (options){.threads = ml_threads_default()};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -98,9 +101,11 @@ static int parse_args(int argc, char **argv, options *o) {
             return usage_error("-b: expected a batch size in 1..%ld, got '%s'", ML_CLI_MAX_CONTEXT, v);
         else if (!strcmp(a, "-t") && !ml_cli_int(v, 1, 256, &o->threads))
             return usage_error("-t: expected a thread count in 1..256, got '%s'", v);
+        else if (!strcmp(a, "-t") && o->threads > 1 && !ML_HAS_THREADS)
+            return usage_error("-t %ld: this " ML_ISA_NAME " build has no thread pool (made with THREADS=1): "
+                               "use -t 1, or a build made without THREADS=1", o->threads);
     }
     if (!o->model) return usage_error("%s", "missing -m model.mlb");
-    if (!o->tokenizer) return usage_error("%s", "missing -z tokenizer.bin");
     if (!o->text) return usage_error("%s", "missing -f text.txt");
     if (o->kl_save && !o->kl_path) return usage_error("%s", "--kl-save needs --kl-base FILE");
     return ML_CLI_RUN;
@@ -281,14 +286,15 @@ int ml_main(int argc, char **argv) {
     }
     /* Every position's logits, -b at a time (a batch above the context is capped at it). */
     lml_model_options oo = {.context = (int)(o.ctx ? o.ctx : DEFAULT_CTX), .threads = (int)o.threads,
-                            .batch = o.batch ? (int)o.batch : INT_MAX, .all_logits = 1};
+                            .batch = o.batch ? (int)o.batch : INT_MAX, .all_logits = 1,
+                            .no_tokenizer = 1};
     if ((lst = lml_model_open(&m, o.model, &oo, &lerr))) return fail_api("loading the model", lst, &lerr);
-    if ((lst = lml_model_load_tokenizer(m, o.tokenizer, &lerr))) {
+    if ((lst = lml_model_load_tokenizer(m, o.tokenizer, &lerr))) { /* NULL: the embedded one */
         lml_model_close(m);
         return fail_api("loading the tokenizer", lst, &lerr);
     }
     lml_model_info info;
-    lml_model_get_info(m, &info);
+    lml_model_get_info(m, &info); /* the tokenizer's too */
     char *text = NULL;
     int *tokens = NULL;
     void *iobuf = NULL;
@@ -307,7 +313,7 @@ int ml_main(int argc, char **argv) {
         fprintf(stderr, "ml_perplexity: out of memory for the tokens\n");
         goto done;
     }
-    if ((lst = lml_tokenize(m, text, 1, tokens, cap, &n_tokens, &lerr))) {
+    if ((lst = lml_tokenize(m, text, info.add_bos, tokens, cap, &n_tokens, &lerr))) {
         rc = fail_api("tokenizing the text", lst, &lerr);
         goto done;
     }
@@ -318,7 +324,8 @@ int ml_main(int argc, char **argv) {
                 o.text, n_tokens, s.l.ctx);
         goto done;
     }
-    for (int c = 0; c < s.l.n_chunks; c++) tokens[(long)c * s.l.ctx] = LML_TOKEN_BOS;
+    if (info.add_bos) /* a tokenizer without BOS (Qwen's) leaves each chunk's first token as it is */
+        for (int c = 0; c < s.l.n_chunks; c++) tokens[(long)c * s.l.ctx] = info.bos;
 
     if (o.kl_path) {
         ml_kl_header h = {(uint32_t)info.vocab, (uint32_t)s.l.ctx, (uint32_t)s.l.n_chunks, (uint32_t)s.l.n_scored,
@@ -335,8 +342,9 @@ int ml_main(int argc, char **argv) {
     const ml_ppl_layout *l = &s.l;
     printf("model: %s (%s, vocab %d), %s build\n", o.model, info.weights,
            info.vocab, ML_ISA_NAME);
-    printf("text: %s: %d tokens (BOS first); %d chunks of %d (%d tokens after the last chunk unused)\n", o.text,
-           n_tokens, l->n_chunks, l->ctx, n_tokens - l->n_chunks * l->ctx);
+    printf("text: %s: %d tokens%s; %d chunk%s of %d (%d tokens after the last chunk unused)\n", o.text,
+           n_tokens, info.add_bos ? " (BOS first)" : "", l->n_chunks, l->n_chunks == 1 ? "" : "s", l->ctx,
+           n_tokens - l->n_chunks * l->ctx);
     printf("scored: the second half of each chunk, tokens %d..%d (0-based; %d per chunk, %ld in all), "
            "each with at least %d tokens of context\n",
            l->first + 1, l->ctx - 1, l->n_scored, (long)l->n_scored * l->n_chunks, l->first + 1);
@@ -350,8 +358,8 @@ int ml_main(int argc, char **argv) {
         fflush(stdout);
     }
     double dt = ml_cli_now() - t0;
-    printf("PPL = %.4f +/- %.4f (%ld scored tokens, %d chunks of %d)\n", ppl_of(&s.nll),
-           ppl_of(&s.nll) * ml_mean_stderr(&s.nll), s.scored, l->n_chunks, l->ctx);
+    printf("PPL = %.4f +/- %.4f (%ld scored tokens, %d chunk%s of %d)\n", ppl_of(&s.nll),
+           ppl_of(&s.nll) * ml_mean_stderr(&s.nll), s.scored, l->n_chunks, l->n_chunks == 1 ? "" : "s", l->ctx);
     if (s.mode == KL_COMPARE) print_kl(&s);
     if (s.mode == KL_SAVE) {
         s.kl = NULL;

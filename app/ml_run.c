@@ -1,4 +1,4 @@
-/* ml_run: load a .mlb model and a llama2.c tokenizer, generate text.
+/* ml_run: load a .mlb model and its tokenizer (llama2.c or BPE), generate text.
  * The only layer (with the other app/ programs) that prints and exits. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,20 +7,24 @@
 
 #include "app/cli.h"
 #include "app/exit_codes.h"
+#include "app/run_spec.h"
 #include "app/run_text.h"
 #include "config/ml_config.h"
 #include "core/outfile.h"
 #include "core/status.h"
 #include "core/threads.h" /* ML_THREADS_DEFAULT_MAX */
 #include "include/legacy_ml.h"
+#include "model/bpe.h" /* ML_BPE_MAX_TOKEN_LEN */
 
 #define DEFAULT_STEPS 256
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: ml_run -m model.mlb -z tokenizer.bin [options]\n"
+            "usage: ml_run -m model.mlb [-z tokenizer.bin] [options]\n"
             "  -m FILE        model, converted by tools/convert.py\n"
-            "  -z FILE        llama2.c tokenizer.bin matching the model's vocab\n"
+            "  -z FILE        llama2.c tokenizer.bin or BPE tokenizer file (tools/tokfile.py)\n"
+            "                 matching the model's vocab (default: the one a .mlb version 2\n"
+            "                 model embeds)\n"
             "  -i TEXT        prompt (default: none, the story starts from BOS)\n"
             "  -f FILE        prompt from FILE (- = stdin), one trailing newline removed\n"
             "  --stop STR     end the generation when the generated text ends with STR,\n"
@@ -48,11 +52,17 @@ static void usage(FILE *f) {
             "  --no-mmap      read the model into memory instead of mapping it\n"
             "  --logits FILE  write each position's logits (float32 x vocab) to FILE\n"
             "  --ids FILE     write the token ids (prompt, then generated), one per line\n"
+            "  --lookup N     speculative decoding by prompt lookup: up to N (1..%d) drafts\n"
+            "                 a step, the tokens that followed the text's latest repeat;\n"
+            "                 the output is the same, faster when the text repeats itself\n"
+            "  --draft-model FILE  speculative decoding with a smaller model of the same\n"
+            "                 tokenizer drafting greedily (--draft N drafts a step, default 8;\n"
+            "                 --draft-tokenizer FILE: its tokenizer, checked against -z's)\n"
             "  --cpu-info     print what this CPU supports and which build to use\n"
             "                 (--cpu-info --json: the same as one line of JSON)\n"
             "  --version      print the version and the build, and exit\n"
             "build: %s\n",
-            ML_STOP_MAX, DEFAULT_STEPS, ML_THREADS_DEFAULT_MAX, ML_RUN_DEFAULT_BATCH, ML_ISA_NAME);
+            ML_STOP_MAX, DEFAULT_STEPS, ML_THREADS_DEFAULT_MAX, ML_RUN_DEFAULT_BATCH, ML_CLI_MAX_DRAFT, ML_ISA_NAME);
 }
 
 /* The library's statuses are model/'s (ML_E_FORMAT: the name ml_run prints). */
@@ -78,6 +88,8 @@ static int parse_args(int argc, char **argv, ml_run_opts *o) {
 /* ---- output ------------------------------------------------------------ */
 
 typedef struct {
+    int byte_level;       /* BPE: a character split across tokens is printed whole ... */
+    lml_utf8_state utf8;  /* ... through this */
     FILE *logits, *ids; /* write errors stay in ferror(): finish_outputs reports them */
     int printed;        /* some text went to stdout */
     double t_prompt;    /* when the prompt had run (ml_cli_now) */
@@ -95,11 +107,25 @@ static void print_piece(const char *p, size_t len) {
     fflush(stdout);
 }
 
+static void emit_piece(run_ctx *r, const char *piece, size_t len) {
+    if (piece && r->generating) ml_stop_text_feed(&r->stop, piece, len);
+    else if (piece) print_piece(piece, len);
+}
+
+static void show_piece(run_ctx *r, const char *piece, size_t len) {
+    char whole[ML_BPE_MAX_TOKEN_LEN + 8];
+    if (piece && r->byte_level) {
+        if (len > ML_BPE_MAX_TOKEN_LEN) len = ML_BPE_MAX_TOKEN_LEN; /* the longest a BPE piece is */
+        len = lml_utf8_feed(&r->utf8, piece, len, whole);
+        piece = whole;
+    }
+    emit_piece(r, piece, len);
+}
+
 /* Nonzero (--stop) ends the generation after a sampled token. */
 static int on_token(void *ud, int token, const char *piece, size_t len) {
     run_ctx *r = ud;
-    if (piece && r->generating) ml_stop_text_feed(&r->stop, piece, len);
-    else if (piece) print_piece(piece, len);
+    show_piece(r, piece, len);
     r->printed = 1;
     if (r->ids) fprintf(r->ids, "%d\n", token);
     return r->stop.stopped;
@@ -207,19 +233,31 @@ int ml_main(int argc, char **argv) {
     lml_model *m;
     lml_status s;
     double t0 = ml_cli_now();
-    /* --logits wants every prompt position's logits, not only the last. */
+    /* --logits wants every prompt position's logits, not only the last;
+     * speculation every drafted position's, in batches of drafts + 1. The
+     * tokenizer is loaded apart, so its failure keeps its own message. */
+    int n_draft = ml_run_spec_drafts(&o);
     lml_model_options oo = {.no_mmap = !o.use_mmap, .context = (int)o.context, .threads = (int)o.threads,
-                            .batch = (int)o.batch, .all_logits = o.logits_path != NULL};
+                            .batch = (int)o.batch, .all_logits = o.logits_path != NULL || n_draft,
+                            .no_tokenizer = 1};
+    if (n_draft && oo.batch < n_draft + 1) oo.batch = n_draft + 1;
     if ((s = lml_model_open(&m, o.model, &oo, &err))) {
         free(prompt_text);
         return finish_outputs(outs, 2, fail("loading the model", s, &err));
+    }
+    lml_model_info info, *c = &info;
+    lml_model_get_info(m, &info);
+    if (!o.tokenizer && !info.embeds_tokenizer) {
+        fprintf(stderr, "ml_run: missing -z tokenizer.bin (%s embeds no tokenizer)\n", o.model);
+        lml_model_close(m);
+        free(prompt_text);
+        return finish_outputs(outs, 2, ML_EXIT_USAGE);
     }
     if ((s = lml_model_load_tokenizer(m, o.tokenizer, &err))) {
         lml_model_close(m);
         free(prompt_text);
         return finish_outputs(outs, 2, fail("loading the tokenizer", s, &err));
     }
-    lml_model_info info, *c = &info;
     lml_model_get_info(m, &info);
     double t_load = ml_cli_now() - t0;
     fprintf(stderr,
@@ -233,6 +271,8 @@ int ml_main(int argc, char **argv) {
     int steps = o.steps < 0 ? (DEFAULT_STEPS < c->context ? DEFAULT_STEPS : c->context)
                 : o.steps == 0 ? c->context : (int)o.steps;
     int *prompt = NULL;
+    ml_run_spec spec;
+    if ((rc = ml_run_spec_open(&spec, &o, m)) != ML_EXIT_OK) goto done;
     rc = ML_EXIT_FAIL;
     if (o.steps > c->context) {
         fprintf(stderr, "ml_run: -n %ld exceeds the context of %d tokens (use -n 0 for all of it)\n",
@@ -247,8 +287,13 @@ int ml_main(int argc, char **argv) {
         goto done;
     }
     int n_prompt = 0;
-    if ((s = lml_tokenize(m, o.prompt, 1, prompt, cap, &n_prompt, &err))) {
+    if ((s = lml_tokenize(m, o.prompt, c->add_bos, prompt, cap, &n_prompt, &err))) {
         rc = fail("encoding the prompt", s, &err);
+        goto done;
+    }
+    if (n_prompt == 0) {
+        fprintf(stderr, "ml_run: the prompt is empty and this tokenizer starts with no BOS: give a prompt (-i)\n");
+        rc = ML_EXIT_USAGE;
         goto done;
     }
     if (o.steps < 0 && n_prompt > steps) steps = c->context; /* a long prompt, no -n */
@@ -258,10 +303,15 @@ int ml_main(int argc, char **argv) {
         rc = ML_EXIT_USAGE;
         goto done;
     }
-    run_ctx r = {.logits = outs[0].o.f, .ids = outs[1].o.f};
+    run_ctx r = {.byte_level = c->byte_level, .logits = outs[0].o.f, .ids = outs[1].o.f};
     /* on_token sees every token after the first, forced or sampled; the
      * prompt's own pieces are echoed as they are fed, like llama2.c. */
     if (r.ids) fprintf(r.ids, "%d\n", prompt[0]);
+    if (!c->add_bos) { /* no BOS: the prompt's first token is text */
+        size_t len = 0;
+        const char *piece = lml_token_piece(m, -1, prompt[0], &len);
+        show_piece(&r, piece, len);
+    }
     ml_stop_text_init(&r.stop, o.stops, o.n_stops, emit_text, NULL);
     lml_callbacks cb = {.on_logits = r.logits ? on_logits : NULL, .on_token = on_token,
                         .on_prompt_done = on_prompt_done, .ud = &r};
@@ -274,6 +324,8 @@ int ml_main(int argc, char **argv) {
     double t1 = ml_cli_now();
     s = lml_generate(m, prompt, n_prompt, steps, &smp, &cb, &n_pos, &err);
     double dt = ml_cli_now() - t1;
+    char rest[8];
+    emit_piece(&r, rest, lml_utf8_flush(&r.utf8, rest));
     ml_stop_text_flush(&r.stop);
     if (s == LML_OK || r.printed) printf("\n"); /* a refusal before any text prints none */
     if (s) {
@@ -290,10 +342,12 @@ int ml_main(int argc, char **argv) {
             " then %d in %.3f s (%.1f tok/s)\n", n_pos, dt, dt > 0 ? n_pos / dt : 0.0, n_pos ? dt * 1e3 / n_pos : 0.0,
             n_prompt, dp, dp > 0 ? n_prompt / dp : 0.0, c->batch, n_pos - n_prompt, dg,
             dg > 0 ? (n_pos - n_prompt) / dg : 0.0);
+    if (spec.n_draft) ml_run_spec_report(&spec, stderr);
 done:
     rc = finish_outputs(outs, 2, rc);
     free(prompt);
     free(prompt_text);
+    ml_run_spec_close(&spec);
     lml_model_close(m);
     return rc;
 }

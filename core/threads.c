@@ -215,6 +215,10 @@ int ml_threads_default(void) {
 
 #include <stdlib.h>
 
+#define ML_THREADS_STR_(a) #a
+#define ML_THREADS_STR(a) ML_THREADS_STR_(a)
+#define ML_THREADS_ISA_NAME ML_THREADS_STR(ML_ISA)
+
 struct ml_pool {
     int n;
 };
@@ -224,7 +228,8 @@ ml_status ml_pool_create(ml_pool **out, int n, ml_err *err) {
     *out = NULL;
     if (n != 1)
         return ml_errf(err, ML_E_ARG,
-                       "threads: this build has no thread pool (built with THREADS=1), got -t %d", n);
+                       "-t %d: this " ML_THREADS_ISA_NAME " build has no thread pool (made with THREADS=1): "
+                       "use -t 1, or a build made without THREADS=1", n);
     *out = &single;
     return ML_OK;
 }

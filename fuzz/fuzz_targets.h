@@ -11,6 +11,10 @@
  *               built-in vocab and, if present, stories260K's tok512.bin;
  *               decode must give the text back
  *   cli         NUL-separated arguments -> ml_run_parse_args
+ *   bpe         a BPE tokenizer file (it starts with "MLBP") -> ml_bpe_load_buffer,
+ *               then encode fixed texts with what loaded; any other bytes are
+ *               text, encoded with a built-in BPE vocab under each
+ *               pre-tokenizer: the ids' bytes must give the text back
  *
  * A broken invariant calls FUZZ_FAIL(msg): abort() under libFuzzer, a
  * counted failure in the replay. Nothing here prints on success. */
@@ -33,7 +37,9 @@
 #include "model/mlb.h"
 #include "model/model.h"
 #include "model/sampler.h"
+#include "model/bpe.h"
 #include "model/tokenizer.h"
+#include "model/tok.h"
 
 #ifndef FUZZ_FAIL
 #define FUZZ_FAIL(msg)                                              \
@@ -83,7 +89,21 @@ static inline void fuzz_mlb(const uint8_t *d, size_t n) {
         FUZZ_ASSERT(err.msg[0], "failure without a message");
     } else {
         const ml_config *c = &m.cfg;
-        FUZZ_ASSERT(m.weight_bytes + ML_MLB_HEADER_BYTES == n, "weights do not end the file");
+        /* the weights end the file, or the last section (version 2) does */
+        size_t end = m.weight_bytes + ML_MLB_HEADER_BYTES;
+        if (m.tokenizer.len) end = (size_t)(m.tokenizer.data - m.file.data) + m.tokenizer.len;
+        if (m.chat_template.len) end = (size_t)(m.chat_template.data - m.file.data) + m.chat_template.len;
+        FUZZ_ASSERT(end == n, "weights (or the last section) do not end the file");
+        FUZZ_ASSERT(!memchr(m.chat_template.data ? (const void *)m.chat_template.data : "", 0, m.chat_template.len),
+                    "a chat template with a NUL loaded");
+        if (m.tokenizer.len) { /* the embedded tokenizer, as ml_run reads it */
+            ml_tok t;
+            ml_err terr = {{0}};
+            if (ml_tok_load_or_embedded(&t, NULL, m.tokenizer.data, m.tokenizer.len, c->vocab, &terr) == ML_OK)
+                ml_tok_free(&t);
+            else
+                FUZZ_ASSERT(terr.msg[0], "embedded tokenizer refused without a message");
+        }
         FUZZ_ASSERT(c->max_seq >= 1 && c->max_seq <= 16, "context cap ignored");
         /* Whatever loaded must run (or refuse overflowing weights cleanly):
          * a forced token, then sampled ones, to the end of the context. */
@@ -252,6 +272,81 @@ static inline void fuzz_tok_encode(const fuzz_tokenizers *ft, const uint8_t *d, 
     free(text);
 }
 
+/* ---- bpe -------------------------------------------------------------------- */
+
+/* Encode text (specials on or off) and check that the ids spell it. */
+static inline void fuzz_bpe_check(const ml_bpe *t, const char *text, size_t len, int opts) {
+    size_t cap = ml_bpe_max_tokens(len), n = 0, at = 0;
+    int *ids = malloc(cap * sizeof *ids);
+    if (!ids) return;
+    ml_status s = ml_bpe_encode(t, text, len, opts, ids, cap, &n, NULL);
+    int spelled = s == ML_OK && n <= len + 2;
+    for (size_t i = 0; spelled && i < n; i++) {
+        size_t k = 0;
+        const char *p = ml_bpe_token(t, ids[i], &k);
+        if ((opts & ML_BPE_EOS) && i + 1 == n && ids[i] == t->eos) break;
+        spelled = p && k <= len - at && !memcmp(text + at, p, k);
+        at += k;
+    }
+    free(ids);
+    FUZZ_ASSERT(spelled && (s != ML_OK || at == len || (opts & ML_BPE_EOS)), "BPE ids do not spell the text");
+}
+
+/* The built-in vocab: the 256 bytes, then merges of a few pieces, and two
+ * specials (control "<|end|>", user-defined "<t>"); *n its size. */
+static inline void fuzz_bpe_builtin(uint8_t *f, size_t *n, int pre) {
+    static const char *const extra[][3] = {/* token, left, right (ids as text) */
+        {"th", "t", "h"}, {"the", "th", "e"}, {" t", " ", "t"}, {"he", "h", "e"}, {" the", " t", "he"},
+        {"\xe4\xbd", "\xe4", "\xbd"}, {"12", "1", "2"}, {"  ", " ", " "}, {"<|end|>", 0, 0}, {"<t>", 0, 0}};
+    const int n_extra = (int)(sizeof extra / sizeof *extra), n_tok = 256 + n_extra;
+    uint32_t head[12] = {0, 1, (uint32_t)pre, 0, (uint32_t)n_tok, 0, (uint32_t)-1, (uint32_t)n_tok - 2,
+                         (uint32_t)n_tok - 2, 0, 0, 0};
+    memcpy(head, "MLBP", 4);
+    size_t at = sizeof head;
+    for (int i = 0; i < n_tok; i++) {
+        char byte = (char)i;
+        const char *t = i < 256 ? &byte : extra[i - 256][0];
+        uint32_t len = i < 256 ? 1 : (uint32_t)strlen(t);
+        uint32_t type = i < 256 || extra[i - 256][1] ? ML_BPE_NORMAL : i == n_tok - 2 ? ML_BPE_CONTROL : ML_BPE_USER;
+        memcpy(f + at, &len, 4), memcpy(f + at + 4, &type, 4), memcpy(f + at + 8, t, len);
+        at += 8 + len;
+    }
+    for (int i = 0; i < n_extra && extra[i][1]; i++, head[5]++) {
+        uint32_t m[3] = {0, 0, 256 + (uint32_t)i};
+        for (int side = 0; side < 2; side++) { /* a one-byte piece is its byte, else an earlier extra */
+            const char *p = extra[i][1 + side];
+            m[side] = (unsigned char)p[0];
+            for (int k = 0; k < i && p[1]; k++)
+                if (!strcmp(extra[k][0], p)) m[side] = 256 + (uint32_t)k;
+        }
+        memcpy(f + at, m, sizeof m);
+        at += sizeof m;
+    }
+    memcpy(f, head, sizeof head);
+    *n = at;
+}
+
+static inline void fuzz_bpe(const uint8_t *d, size_t n) {
+    ml_bpe t;
+    if (ml_bpe_sniff(d, n)) {
+        if (ml_bpe_load_buffer(&t, "fuzz", d, n, NULL) != ML_OK) return;
+        static const char *const texts[] = {"", "Hello world's  end\n\n 12345 ", "\xe4\xbd\xa0\xff <|im_end|>x"};
+        for (int i = 0; i < 3; i++)
+            for (int opts = 0; opts < 8; opts++) fuzz_bpe_check(&t, texts[i], strlen(texts[i]), opts);
+        ml_bpe_free(&t);
+        return;
+    }
+    static uint8_t f[8192];
+    size_t size;
+    for (int pre = 0; pre < ML_BPE_PRE_COUNT; pre++) {
+        fuzz_bpe_builtin(f, &size, pre);
+        FUZZ_ASSERT(ml_bpe_load_buffer(&t, "builtin", f, size, NULL) == ML_OK, "the built-in BPE vocab does not load");
+        fuzz_bpe_check(&t, (const char *)d, n, 0);
+        fuzz_bpe_check(&t, (const char *)d, n, ML_BPE_SPECIAL | ML_BPE_EOS);
+        ml_bpe_free(&t);
+    }
+}
+
 /* ---- cli -------------------------------------------------------------------- */
 static inline void fuzz_cli(const uint8_t *d, size_t n) {
     enum { MAX_ARGS = 64 };
@@ -287,6 +382,10 @@ static inline void fuzz_cli(const uint8_t *d, size_t n) {
         FUZZ_ASSERT(o.n_stops >= 0 && o.n_stops <= ML_STOP_MAX, "--stop count");
         for (int k = 0; k < o.n_stops; k++)
             FUZZ_ASSERT(o.stops[k][0] && strlen(o.stops[k]) <= ML_STOP_MAX_LEN, "--stop length");
+        FUZZ_ASSERT(o.lookup >= 0 && o.lookup <= ML_CLI_MAX_DRAFT && o.draft >= 0 && o.draft <= ML_CLI_MAX_DRAFT,
+                    "--lookup / --draft range");
+        FUZZ_ASSERT(o.draft_model || (!o.draft && !o.draft_tokenizer), "--draft without --draft-model");
+        FUZZ_ASSERT(!(o.lookup && o.draft_model), "--lookup with --draft-model");
     }
     free(buf);
 }

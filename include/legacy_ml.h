@@ -74,8 +74,12 @@ typedef struct lml_model lml_model;
 
 /* Zero means the default for every field. */
 typedef struct {
-    const char *tokenizer; /* llama2.c tokenizer.bin; NULL: none (lml_tokenize and
-                              the pieces of lml_generate then need one: LML_E_ARG) */
+    const char *tokenizer; /* llama2.c tokenizer.bin or a byte-level BPE tokenizer file
+                              (tools/tokfile.py); NULL: the one the model file embeds
+                              (.mlb version 2), or none (lml_tokenize and the pieces of
+                              lml_generate then need one: LML_E_ARG) */
+    int no_tokenizer;      /* 1: load none at open, not even the embedded one
+                              (lml_model_load_tokenizer later) */
     int threads;           /* worker threads; 0: the CPUs this process may use, at
                               most 8 (1 in a library built without threads) */
     int context;           /* cap the context (and KV cache) at this many tokens; 0: the model's */
@@ -97,6 +101,7 @@ LML_API lml_status lml_model_open_memory(lml_model **out, const void *data, size
                                          const lml_model_options *opts, lml_error *err);
 /* Load (or replace) the model's tokenizer: a llama2.c tokenizer.bin whose
  * token count equals the model's vocab. On failure the model keeps none. */
+/* path NULL: the tokenizer the model file embeds (LML_E_ARG when it has none). */
 LML_API lml_status lml_model_load_tokenizer(lml_model *m, const char *path, lml_error *err);
 /* Free everything the model holds; NULL is fine. */
 LML_API void lml_model_close(lml_model *m);
@@ -114,18 +119,33 @@ typedef struct {
     size_t arena_bytes; /* run buffers, KV cache included */
     size_t kv_bytes;    /* the KV cache */
     size_t decode_bytes;/* weight bytes one decode step reads: every matrix, one embedding row */
+    /* the family's shape (.mlb version 2: Qwen2, Qwen3, Llama 3) */
+    int file_version;   /* the .mlb version: 1 or 2 */
+    int head_dim;       /* per head (dim / n_heads unless the file sets it) */
+    int qkv_bias;       /* 1: q/k/v biases (Qwen2) */
+    int qk_norm;        /* 1: q/k head norms (Qwen3) */
+    const char *rope_scaling; /* "none" or "llama3" */
+    int embeds_tokenizer; /* 1: the file holds its tokenizer (used without options.tokenizer) */
+    size_t chat_template_bytes; /* the embedded chat template's size; 0: none */
+    /* the loaded tokenizer (all 0 and tokenizer NULL without one) */
+    const char *tokenizer; /* its kind: "SentencePiece (tokenizer.bin)", "byte-level BPE (...)" */
+    int bos, eos, eot;  /* special ids; -1: the vocabulary has none */
+    int add_bos;        /* 1: a prompt starts with bos (pass it to lml_tokenize) */
+    int byte_level;     /* 1: byte-level BPE: a piece may be part of a UTF-8 character */
 } lml_model_info;
 
 LML_API void lml_model_get_info(const lml_model *m, lml_model_info *info);
 
 /* ---- tokens ------------------------------------------------------------ */
 
-#define LML_TOKEN_BOS 1 /* begin of sequence */
-#define LML_TOKEN_EOS 2 /* end of sequence */
+#define LML_TOKEN_BOS 1 /* begin of sequence (SentencePiece; lml_model_info.bos in general) */
+#define LML_TOKEN_EOS 2 /* end of sequence (SentencePiece; lml_model_info.eos in general) */
 
-/* Entries the tokens buffer of lml_tokenize needs for text: strlen(text) + 3. */
+/* Entries the tokens buffer of lml_tokenize needs for text: 10 * strlen(text)
+ * + 16 (enough for either kind of tokenizer). */
 LML_API size_t lml_tokenize_capacity(const char *text);
-/* Encode UTF-8 text (BOS first if add_bos) into tokens[0..*n_tokens).
+/* Encode UTF-8 text (BOS first if add_bos and the vocabulary has one;
+ * lml_model_info.add_bos is the tokenizer's own rule) into tokens[0..*n_tokens).
  * capacity below lml_tokenize_capacity(text) is LML_E_ARG (the buffer is
  * also the encoder's workspace). Invalid UTF-8 is encoded byte by byte. */
 LML_API lml_status lml_tokenize(const lml_model *m, const char *text, int add_bos, int *tokens,
@@ -135,8 +155,20 @@ LML_API lml_status lml_tokenize(const lml_model *m, const char *text, int add_bo
  * prev < 0: no previous token). *len bytes (a piece may hold a NUL, or one
  * byte of a UTF-8 sequence that later pieces complete); valid while the
  * model is open. NULL and *len 0 for a token outside the vocab or without
- * a tokenizer. */
+ * a tokenizer. A byte-level BPE piece may be part of a UTF-8 character:
+ * print pieces through an lml_utf8_state. */
 LML_API const char *lml_token_piece(const lml_model *m, int prev, int token, size_t *len);
+
+/* Streaming UTF-8: a character whose bytes arrive in two pieces is released
+ * once, whole. Start zeroed; feed each piece, out receives the bytes ready
+ * (at most len + 4; the count is returned); flush at the end (at most 4).
+ * A byte that cannot start or continue a character is released as it is. */
+typedef struct {
+    unsigned char pend[4];
+    int n, need;
+} lml_utf8_state;
+LML_API size_t lml_utf8_feed(lml_utf8_state *st, const char *piece, size_t len, char *out);
+LML_API size_t lml_utf8_flush(lml_utf8_state *st, char *out);
 
 /* ---- running ----------------------------------------------------------- */
 
@@ -187,12 +219,24 @@ typedef struct {
 } lml_callbacks;
 
 /* Run prompt[0..n_prompt) (normally BOS first) from position 0, then sample
- * token by token until a sampled BOS or EOS, a stop from on_token, or
+ * token by token until a sampled stop token, a stop from on_token, or
  * `steps` positions (prompt included; 1 <= n_prompt <= steps <= context).
- * sampler NULL: lml_sampler_defaults(). *n_pos (may be NULL): positions run. */
+ * sampler NULL: lml_sampler_defaults(). *n_pos (may be NULL): positions run.
+ * With speculation set (lml_model_speculate) the tokens, logits and
+ * callbacks are the same; only the speed changes. */
 LML_API lml_status lml_generate(lml_model *m, const int *prompt, int n_prompt, int steps,
                                 const lml_sampler_options *sampler, const lml_callbacks *cb,
                                 int *n_pos, lml_error *err);
+
+/* Speculative decoding for m's lml_generate: n_draft (1 .. 64) drafted
+ * tokens per step at most, from prompt lookup (draft NULL) or from the draft
+ * model (same vocabulary, context >= m's; it must stay open while set).
+ * m must be opened with all_logits and a batch >= n_draft + 1. When the
+ * draft's tokenizer was given (its options.tokenizer), its pieces must be m's.
+ * n_draft 0 turns it off. Allocates (call it after opening, not per run). */
+LML_API lml_status lml_model_speculate(lml_model *m, int n_draft, lml_model *draft, lml_error *err);
+/* Speculation's counters so far: drafts checked, drafts accepted, model steps. */
+LML_API void lml_speculation_stats(const lml_model *m, long *drafted, long *accepted, long *steps);
 
 #ifdef __cplusplus
 }

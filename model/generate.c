@@ -16,8 +16,15 @@ static ml_status echo_prompt_logits(void *ud, int pos, const float *logits, ml_e
     return ML_OK;
 }
 
-ml_status ml_generate(ml_model *m, ml_sampler *smp, const int *prompt, int n_prompt, int steps,
-                      const ml_gen_callbacks *cb, int *n_pos, ml_err *err) {
+int ml_gen_is_stop(const ml_gen_callbacks *cb, int token) {
+    if (!cb || cb->n_stop <= 0) return token == ML_TOK_BOS || token == ML_TOK_EOS;
+    for (int i = 0; i < cb->n_stop && i < 4; i++)
+        if (token == cb->stop[i]) return 1;
+    return 0;
+}
+
+ml_status ml_generate_prompt(ml_model *m, ml_sampler *smp, const int *prompt, int n_prompt, int steps,
+                             const ml_gen_callbacks *cb, int *n_pos, ml_err *err) {
     *n_pos = 0;
     if (n_prompt < 1)
         return ml_errf(err, ML_E_ARG, "prompt: expected at least 1 token (BOS), got %d", n_prompt);
@@ -36,14 +43,20 @@ ml_status ml_generate(ml_model *m, ml_sampler *smp, const int *prompt, int n_pro
     if (!each && cb && cb->on_token)
         for (int i = 1; i < n_prompt; i++) cb->on_token(cb->ud, prompt[i - 1], prompt[i]);
     if (cb && cb->on_prompt_done) cb->on_prompt_done(cb->ud, n_prompt);
-
-    /* Then token by token from the last prompt position's logits; the
-     * repetition penalty's window sees the prompt and every sampled token. */
+    /* The repetition penalty's window sees the prompt and every sampled token. */
     for (int i = 0; i < n_prompt; i++) ml_sampler_accept(smp, prompt[i]);
+    return ML_OK;
+}
+
+ml_status ml_generate(ml_model *m, ml_sampler *smp, const int *prompt, int n_prompt, int steps,
+                      const ml_gen_callbacks *cb, int *n_pos, ml_err *err) {
+    ml_status s = ml_generate_prompt(m, smp, prompt, n_prompt, steps, cb, n_pos, err);
+    if (s) return s;
+    /* Then token by token from the last prompt position's logits. */
     int token = prompt[n_prompt - 1];
     for (int pos = n_prompt - 1;;) {
         int next = ml_sample(smp, m->s.logits);
-        if (next == ML_TOK_BOS || next == ML_TOK_EOS) break;
+        if (ml_gen_is_stop(cb, next)) break;
         ml_sampler_accept(smp, next);
         if (cb && cb->on_token) cb->on_token(cb->ud, token, next);
         if (cb && cb->should_stop && cb->should_stop(cb->ud)) break;

@@ -27,6 +27,98 @@ static ml_status check_range(ml_err *err, const char *path, const char *field, u
     return ML_OK;
 }
 
+/* A section of the file (tokenizer, template): 0/0 or a 64-aligned range
+ * from *end (the end of what comes before it) inside the file. */
+static ml_status check_section(uint64_t off, uint64_t bytes, const char *name, uint64_t *end, size_t size,
+                               const char *path, ml_err *err) {
+    if (!off && !bytes) return ML_OK;
+    if (!bytes)
+        return ml_errf(err, ML_E_FORMAT, "%s: %s_off: %llu with %s_bytes 0, expected 0 (no section)", path,
+                       name, (unsigned long long)off, name);
+    if (off % ML_ALIGN)
+        return ml_errf(err, ML_E_FORMAT, "%s: %s_off: expected a multiple of %d, got %llu", path, name,
+                       ML_ALIGN, (unsigned long long)off);
+    if (off < *end)
+        return ml_errf(err, ML_E_FORMAT,
+                       "%s: %s_off: %llu overlaps what comes before it (expected >= %llu: sections follow"
+                       " the last tensor array, tokenizer first)",
+                       path, name, (unsigned long long)off, (unsigned long long)*end);
+    if (off > size || bytes > size - off)
+        return ml_errf(err, ML_E_FORMAT, "%s: %s_off/%s_bytes: bytes %llu..%llu are outside the file (%zu bytes)",
+                       path, name, name, (unsigned long long)off, (unsigned long long)(off + bytes), size);
+    *end = off + bytes;
+    return ML_OK;
+}
+
+static int positive_finite(float v) { return isfinite(v) && v > 0.0f; }
+
+/* The fields of version 2 (model/mlb.h), each named when refused. */
+static ml_status parse_v2(const ml_mlb_header *h, size_t size, const char *path, ml_err *err) {
+    for (size_t i = 0; i < sizeof h->pad; i++)
+        if (h->pad[i])
+            return ml_errf(err, ML_E_FORMAT, "%s: header byte %zu (reserved): expected 0, got 0x%02x", path,
+                           offsetof(ml_mlb_header, pad) + i, h->pad[i]);
+    if (h->reserved0)
+        return ml_errf(err, ML_E_FORMAT, "%s: header field reserved (byte %zu): expected 0, got %u", path,
+                       offsetof(ml_mlb_header, reserved0), h->reserved0);
+    if (h->stype == ML_MLB_STYPE_F16)
+        return ml_errf(err, ML_E_FORMAT, "%s: stype: 1: fp16 scales not supported by this build", path);
+    if (h->stype != ML_MLB_STYPE_F32)
+        return ml_errf(err, ML_E_FORMAT, "%s: stype: expected 0 (F32) or 1 (F16), got %u", path, h->stype);
+    if (h->flags & ~ML_MLB_FLAGS_KNOWN)
+        return ml_errf(err, ML_E_FORMAT, "%s: flags: unknown bits 0x%x (known: 0x%x: q/k/v biases, q/k norms)",
+                       path, h->flags & ~ML_MLB_FLAGS_KNOWN, ML_MLB_FLAGS_KNOWN);
+    if (h->head_dim) {
+        if (h->head_dim % 2 || h->head_dim > MAX_DIM)
+            return ml_errf(err, ML_E_SHAPE, "%s: head_dim: expected 0 or an even value up to %d, got %u", path,
+                           MAX_DIM, h->head_dim);
+        uint64_t q_dim = (uint64_t)h->n_heads * h->head_dim;
+        if (q_dim > MAX_DIM || q_dim % ML_QK)
+            return ml_errf(err, ML_E_SHAPE,
+                           "%s: head_dim: n_heads %u * head_dim %u = %llu, expected a multiple of %d up to %d", path,
+                           h->n_heads, h->head_dim, (unsigned long long)q_dim, ML_QK, MAX_DIM);
+    }
+    if (h->rope_scaling == ML_MLB_ROPE_NONE) {
+        if (h->rope_factor != 0.0f || h->rope_low_freq_factor != 0.0f || h->rope_high_freq_factor != 0.0f ||
+            h->rope_orig_max_seq)
+            return ml_errf(err, ML_E_FORMAT,
+                           "%s: rope_factor, rope_low/high_freq_factor, rope_orig_max_seq: expected 0 without"
+                           " rope_scaling",
+                           path);
+    } else if (h->rope_scaling == ML_MLB_ROPE_LLAMA3) {
+        if (!positive_finite(h->rope_factor))
+            return ml_errf(err, ML_E_FORMAT, "%s: rope_factor: expected a finite value > 0, got %g", path,
+                           (double)h->rope_factor);
+        if (!positive_finite(h->rope_low_freq_factor))
+            return ml_errf(err, ML_E_FORMAT, "%s: rope_low_freq_factor: expected a finite value > 0, got %g",
+                           path, (double)h->rope_low_freq_factor);
+        if (!isfinite(h->rope_high_freq_factor) || !(h->rope_high_freq_factor > h->rope_low_freq_factor))
+            return ml_errf(err, ML_E_FORMAT,
+                           "%s: rope_high_freq_factor: expected a finite value > rope_low_freq_factor %g, got %g",
+                           path, (double)h->rope_low_freq_factor, (double)h->rope_high_freq_factor);
+        if (h->rope_orig_max_seq < 1 || h->rope_orig_max_seq > MAX_SEQ)
+            return ml_errf(err, ML_E_FORMAT, "%s: rope_orig_max_seq: expected 1..%d, got %u", path, MAX_SEQ,
+                           h->rope_orig_max_seq);
+    } else {
+        return ml_errf(err, ML_E_FORMAT, "%s: rope_scaling: expected 0 (none) or 1 (llama3), got %u", path,
+                       h->rope_scaling);
+    }
+    const struct { const char *name; int32_t v; } ids[] = {{"bos", h->bos}, {"eos", h->eos}, {"eot", h->eot}};
+    for (int i = 0; i < 3; i++)
+        if (ids[i].v < -1 || ids[i].v >= (int64_t)h->vocab)
+            return ml_errf(err, ML_E_FORMAT, "%s: %s: expected -1 (none) or a token id 0..%u, got %d", path,
+                           ids[i].name, h->vocab - 1, ids[i].v);
+    if (h->add_bos > 1 || (h->add_bos && h->bos < 0))
+        return ml_errf(err, ML_E_FORMAT, "%s: add_bos: expected 0 or 1 (1 needs a bos), got %u with bos %d", path,
+                       h->add_bos, h->bos);
+    uint64_t end = ml_mlb_arrays_end(h);
+    ml_status s;
+    if ((s = check_section(h->tok_off, h->tok_bytes, "tok", &end, size, path, err)) ||
+        (s = check_section(h->tmpl_off, h->tmpl_bytes, "tmpl", &end, size, path, err)))
+        return s;
+    return ML_OK;
+}
+
 static ml_status parse_header(ml_config *c, const ml_file *f, const char *path, ml_err *err) {
     if (f->size < ML_MLB_HEADER_BYTES)
         return ml_errf(err, ML_E_FORMAT, "%s: file is %zu bytes, the .mlb header alone needs %d",
@@ -39,9 +131,11 @@ static ml_status parse_header(ml_config *c, const ml_file *f, const char *path, 
                        " convert checkpoints with tools/convert.py)",
                        path, (unsigned char)h.magic[0], (unsigned char)h.magic[1],
                        (unsigned char)h.magic[2], (unsigned char)h.magic[3]);
-    if (h.version != ML_MLB_VERSION)
-        return ml_errf(err, ML_E_FORMAT, "%s: version: expected %u, got %u", path, ML_MLB_VERSION,
-                       h.version);
+    if (h.version != ML_MLB_VERSION && h.version != ML_MLB_VERSION_2)
+        return ml_errf(err, ML_E_FORMAT, "%s: version: expected %u or %u, got %u", path, ML_MLB_VERSION,
+                       ML_MLB_VERSION_2, h.version);
+    /* Version 1 knows nothing past byte 52: it loads as it always did. */
+    if (h.version == ML_MLB_VERSION) memset((char *)&h + 52, 0, sizeof h - 52);
     ml_status s;
     if ((s = check_range(err, path, "dim", h.dim, 1, MAX_DIM)) ||
         (s = check_range(err, path, "n_layers", h.n_layers, 1, MAX_LAYERS)) ||
@@ -56,12 +150,14 @@ static ml_status parse_header(ml_config *c, const ml_file *f, const char *path, 
     if (h.hidden_dim % ML_QK)
         return ml_errf(err, ML_E_SHAPE, "%s: hidden_dim: expected a multiple of %d, got %u", path,
                        ML_QK, h.hidden_dim);
-    if (h.dim % h.n_heads)
+    if (!h.head_dim && h.dim % h.n_heads)
         return ml_errf(err, ML_E_SHAPE, "%s: n_heads: expected a divisor of dim %u, got %u", path,
                        h.dim, h.n_heads);
-    if ((h.dim / h.n_heads) % 2)
+    if (!h.head_dim && (h.dim / h.n_heads) % 2)
         return ml_errf(err, ML_E_SHAPE, "%s: head_dim (dim/n_heads): expected even, got %u", path,
                        h.dim / h.n_heads);
+    if (h.version == ML_MLB_VERSION_2 && (s = parse_v2(&h, f->size, path, err))) return s;
+    uint32_t hd = ml_mlb_head_dim(&h);
     if (h.n_heads % h.n_kv_heads)
         return ml_errf(err, ML_E_SHAPE, "%s: n_kv_heads: expected a divisor of n_heads %u, got %u",
                        path, h.n_heads, h.n_kv_heads);
@@ -79,11 +175,19 @@ static ml_status parse_header(ml_config *c, const ml_file *f, const char *path, 
                        path, (double)h.norm_eps);
     *c = (ml_config){
         .dim = (int)h.dim, .n_layers = (int)h.n_layers, .n_heads = (int)h.n_heads,
-        .n_kv_heads = (int)h.n_kv_heads, .head_dim = (int)(h.dim / h.n_heads),
-        .kv_dim = (int)(h.n_kv_heads * (h.dim / h.n_heads)), .hidden_dim = (int)h.hidden_dim,
+        .n_kv_heads = (int)h.n_kv_heads, .head_dim = (int)hd, .q_dim = (int)(h.n_heads * hd),
+        .kv_dim = (int)(h.n_kv_heads * hd), .hidden_dim = (int)h.hidden_dim,
         .vocab = (int)h.vocab, .max_seq = (int)h.max_seq, .file_max_seq = (int)h.max_seq,
         .rope_theta = h.rope_theta, .norm_eps = h.norm_eps, .wtype = (int)h.wtype,
-        .shared_classifier = (int)h.shared_classifier,
+        .shared_classifier = (int)h.shared_classifier, .version = (int)h.version,
+        .qkv_bias = !!(h.flags & ML_MLB_FLAG_QKV_BIAS), .qk_norm = !!(h.flags & ML_MLB_FLAG_QK_NORM),
+        .rope_scaling = (int)h.rope_scaling, .rope_factor = h.rope_factor,
+        .rope_low_freq_factor = h.rope_low_freq_factor, .rope_high_freq_factor = h.rope_high_freq_factor,
+        .rope_orig_max_seq = (int)h.rope_orig_max_seq,
+        /* version 1: llama2.c's ids (model/tokenizer.h) */
+        .bos = h.version == ML_MLB_VERSION ? 1 : h.bos, .eos = h.version == ML_MLB_VERSION ? 2 : h.eos,
+        .eot = h.version == ML_MLB_VERSION ? -1 : h.eot,
+        .add_bos = h.version == ML_MLB_VERSION ? 1 : (int)h.add_bos,
     };
     return ML_OK;
 }
@@ -125,6 +229,14 @@ static const void *take(cursor *c, const ml_mlb_array *a) {
     }
     c->off = a->off + a->bytes;
     return c->f->data + a->off;
+}
+
+/* A section's bytes (in the file: parse_v2), its padding zero as an array's. */
+static ml_bytes take_section(cursor *c, uint64_t off, uint64_t bytes, const char *name) {
+    if (!bytes || c->status) return (ml_bytes){NULL, 0};
+    ml_mlb_array a = {.t = &(ml_mlb_tensor){.name = name}, .layer = -1, .off = off, .bytes = bytes};
+    const unsigned char *p = take(c, &a);
+    return (ml_bytes){p, p ? (size_t)bytes : 0};
 }
 
 /* Non-finite scales or norm weights would silently turn every later value
@@ -196,10 +308,19 @@ static ml_status map_weights(ml_model *m, ml_layer *layers, const char *path, ml
         map_array(&cur, &a, w, a.layer < 0 ? NULL : layers ? &layers[a.layer] : &scratch, m->cfg.wtype);
     if (cur.status) return cur.status;
     if (m->cfg.shared_classifier) w->wcls = w->tok_emb;
+    m->weight_bytes = (size_t)(cur.off - ML_MLB_HEADER_BYTES);
+    if (h.version == ML_MLB_VERSION_2) { /* the sections, checked by parse_v2 to lie in the file */
+        m->tokenizer = take_section(&cur, h.tok_off, h.tok_bytes, "tokenizer");
+        m->chat_template = take_section(&cur, h.tmpl_off, h.tmpl_bytes, "chat template");
+        if (cur.status) return cur.status;
+        if (cur.check_values && m->chat_template.len && memchr(m->chat_template.data, 0, m->chat_template.len))
+            return ml_errf(err, ML_E_FORMAT, "%s: chat template: a NUL byte at %zu (expected UTF-8 text without NUL)",
+                           path, (size_t)((const unsigned char *)memchr(m->chat_template.data, 0,
+                                                                         m->chat_template.len) - m->chat_template.data));
+    }
     if (cur.off != m->file.size)
         return ml_errf(err, ML_E_FORMAT, "%s: file size: expected %llu bytes for this header, got %zu",
                        path, (unsigned long long)cur.off, m->file.size);
-    m->weight_bytes = (size_t)(cur.off - ML_MLB_HEADER_BYTES);
     return ML_OK;
 }
 
@@ -227,7 +348,8 @@ static void run_buffers(ml_model *m, planner *p, int all_logits) {
     const uint64_t F = sizeof(float), dim = (uint64_t)c->dim, hidden = (uint64_t)c->hidden_dim;
     const uint64_t vocab = (uint64_t)c->vocab, seq = (uint64_t)c->max_seq;
     const uint64_t kv = (uint64_t)c->n_layers * seq * (uint64_t)c->kv_dim * F;
-    const uint64_t widest = dim > hidden ? dim : hidden;
+    const uint64_t q_dim = (uint64_t)c->q_dim, in = dim > q_dim ? dim : q_dim; /* widest matmul input */
+    const uint64_t widest = in > hidden ? in : hidden;
     const uint64_t half = seq * (uint64_t)(c->head_dim / 2) * F;
     ml_state *st = &m->s;
     m->w.layers        = buf(p, (uint64_t)c->n_layers * sizeof(ml_layer));
@@ -243,8 +365,8 @@ static void run_buffers(ml_model *m, planner *p, int all_logits) {
     const uint64_t cap = (uint64_t)b->cap;
     b->x               = buf(p, cap * dim * F);
     b->x_norm          = buf(p, cap * dim * F);
-    b->q               = buf(p, cap * dim * F);
-    b->attn_out        = buf(p, cap * dim * F);
+    b->q               = buf(p, cap * q_dim * F);
+    b->attn_out        = buf(p, cap * q_dim * F);
     b->branch_out      = buf(p, cap * dim * F);
     b->ffn_gate        = buf(p, cap * hidden * F);
     b->ffn_up          = buf(p, cap * hidden * F);
@@ -273,6 +395,21 @@ static ml_status carve_state(ml_model *m, const ml_open_opts *opts, ml_err *err)
     return ML_OK;
 }
 
+/* Llama 3's frequency scaling (HF rope_scaling type "llama3"): wavelengths
+ * longer than orig/low_freq_factor are stretched by factor, shorter than
+ * orig/high_freq_factor kept, the band between blended linearly. Plain
+ * double arithmetic in a fixed order: the same table on every build. */
+static double llama3_freq(const ml_config *c, double freq) {
+    const double pi = 3.14159265358979323846;
+    double orig = (double)c->rope_orig_max_seq, factor = (double)c->rope_factor;
+    double lo = (double)c->rope_low_freq_factor, hi = (double)c->rope_high_freq_factor;
+    double wavelen = 2.0 * pi / freq;
+    if (wavelen < orig / hi) return freq;
+    if (wavelen > orig / lo) return freq / factor;
+    double smooth = (orig / wavelen - lo) / (hi - lo);
+    return (1.0 - smooth) * freq / factor + smooth * freq;
+}
+
 /* cos/sin of pos * theta^(-2i/head_dim) for every position and pair
  * (llama2.c's interleaved-pair RoPE), computed once in double. */
 static void fill_rope_tables(ml_model *m) {
@@ -280,6 +417,7 @@ static void fill_rope_tables(ml_model *m) {
     int half = c->head_dim / 2;
     for (int i = 0; i < half; i++) {
         double freq = pow((double)c->rope_theta, -2.0 * i / c->head_dim);
+        if (c->rope_scaling == ML_MLB_ROPE_LLAMA3) freq = llama3_freq(c, freq);
         for (int pos = 0; pos < c->max_seq; pos++) {
             double a = pos * freq;
             m->s.rope_cos[(size_t)pos * half + i] = (float)cos(a);

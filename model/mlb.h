@@ -23,7 +23,15 @@
  *     final_norm                               (dim)             F32
  *     wcls.q, wcls.d   (only if shared_classifier == 0)  (vocab, dim) wtype
  *
- *   head_dim = dim / n_heads, kv_dim = n_kv_heads * head_dim.
+ *   Version 2 (the header below from byte 52) adds to each layer, after wv:
+ *       bq, bk, bv                             (q_dim), (kv_dim), (kv_dim) F32  if flags bit 0
+ *       q_norm, k_norm                         (head_dim) each   F32  if flags bit 1
+ *   and after the last array the sections (tokenizer, then chat template),
+ *   each at the next multiple of 64; the file ends at the end of the last.
+ *
+ *   head_dim = the header's head_dim, or dim / n_heads when it is 0 (always
+ *   in version 1); q_dim = n_heads * head_dim (wq rows, wo cols);
+ *   kv_dim = n_kv_heads * head_dim.
  *   Matrix (rows, cols) = (out, in); y = W x. Quantized along cols in blocks
  *   of 32: Q8_0 q is rows*cols int8 row-major; Q4_0 q is rows*cols/2 bytes,
  *   block (r, b) at byte (r*cols/32 + b)*16, its byte j holding element
@@ -37,12 +45,13 @@
 #include <stdint.h>
 
 #define ML_MLB_MAGIC "MLB1"
-#define ML_MLB_VERSION 1u
+#define ML_MLB_VERSION 1u   /* the first version; files of it load unchanged */
+#define ML_MLB_VERSION_2 2u /* the version this build writes when a field below is needed */
 #define ML_MLB_HEADER_BYTES 256
 
 typedef struct {
     char magic[4];              /* "MLB1" */
-    uint32_t version;           /* 1 */
+    uint32_t version;           /* 1 or 2 */
     uint32_t dim;               /* model width, multiple of 32 */
     uint32_t n_layers;
     uint32_t n_heads;
@@ -54,8 +63,31 @@ typedef struct {
     float norm_eps;             /* RMSNorm epsilon */
     uint32_t wtype;             /* ml_type: ML_TYPE_Q8_0 or ML_TYPE_Q4_0 */
     uint32_t shared_classifier; /* 1: logits use tok_emb; 0: wcls follows */
-    uint8_t pad[ML_MLB_HEADER_BYTES - 52];
+    /* version 2 only (zero in version 1, where the loader ignores them);
+     * every unused byte is zero and the loader checks that */
+    uint32_t stype;             /* scale type: 0 F32; 1 F16 (IEEE half) */
+    uint32_t head_dim;          /* 0: dim / n_heads; else the head size */
+    uint32_t flags;             /* ML_MLB_FLAG_* */
+    uint32_t rope_scaling;      /* ML_MLB_ROPE_*: 0 none, 1 llama3 (the next four apply) */
+    float rope_factor;
+    float rope_low_freq_factor;
+    float rope_high_freq_factor;
+    uint32_t rope_orig_max_seq;
+    int32_t bos, eos, eot;      /* special ids; -1: none */
+    uint32_t add_bos;           /* 0/1: a prompt starts with bos */
+    uint32_t reserved0;         /* zero */
+    uint64_t tok_off, tok_bytes;   /* the embedded tokenizer file, verbatim; 0/0: none */
+    uint64_t tmpl_off, tmpl_bytes; /* the chat template, UTF-8, no NUL; 0/0: none */
+    uint8_t pad[ML_MLB_HEADER_BYTES - 136];
 } ml_mlb_header;
+
+#define ML_MLB_FLAG_QKV_BIAS 1u  /* bq, bk, bv after wv of each layer */
+#define ML_MLB_FLAG_QK_NORM 2u   /* q_norm, k_norm after bv/wv of each layer */
+#define ML_MLB_FLAGS_KNOWN 3u
+#define ML_MLB_ROPE_NONE 0u
+#define ML_MLB_ROPE_LLAMA3 1u
+#define ML_MLB_STYPE_F32 0u
+#define ML_MLB_STYPE_F16 1u
 
 _Static_assert(sizeof(ml_mlb_header) == ML_MLB_HEADER_BYTES, ".mlb header is 256 bytes");
 _Static_assert(offsetof(ml_mlb_header, version) == 4, "version at 4");
@@ -65,7 +97,14 @@ _Static_assert(offsetof(ml_mlb_header, rope_theta) == 36, "rope_theta at 36");
 _Static_assert(offsetof(ml_mlb_header, norm_eps) == 40, "norm_eps at 40");
 _Static_assert(offsetof(ml_mlb_header, wtype) == 44, "wtype at 44");
 _Static_assert(offsetof(ml_mlb_header, shared_classifier) == 48, "shared_classifier at 48");
-_Static_assert(offsetof(ml_mlb_header, pad) == 52, "padding from 52");
+_Static_assert(offsetof(ml_mlb_header, stype) == 52, "v2 fields from 52");
+_Static_assert(offsetof(ml_mlb_header, rope_scaling) == 64, "rope_scaling at 64");
+_Static_assert(offsetof(ml_mlb_header, rope_orig_max_seq) == 80, "rope_orig_max_seq at 80");
+_Static_assert(offsetof(ml_mlb_header, bos) == 84, "bos at 84");
+_Static_assert(offsetof(ml_mlb_header, reserved0) == 100, "reserved at 100");
+_Static_assert(offsetof(ml_mlb_header, tok_off) == 104, "tok_off at 104");
+_Static_assert(offsetof(ml_mlb_header, tmpl_bytes) == 128, "tmpl_bytes at 128");
+_Static_assert(offsetof(ml_mlb_header, pad) == 136, "padding from 136");
 
 /* ---- the tensor table -------------------------------------------------------
  * One row per tensor, in file order. The per-layer rows are consecutive: the
@@ -77,9 +116,11 @@ _Static_assert(offsetof(ml_mlb_header, pad) == 52, "padding from 52");
 typedef enum {
     ML_MLB_ONE,    /* 1: the second dimension of a vector */
     ML_MLB_DIM,    /* dim */
-    ML_MLB_KV_DIM, /* n_kv_heads * (dim / n_heads) */
+    ML_MLB_KV_DIM, /* n_kv_heads * head_dim */
     ML_MLB_HIDDEN, /* hidden_dim */
     ML_MLB_VOCAB,  /* vocab */
+    ML_MLB_Q_DIM,  /* n_heads * head_dim */
+    ML_MLB_HEAD,   /* head_dim */
 } ml_mlb_dim;
 
 /* How a tensor is stored (its type rule). */
@@ -134,7 +175,14 @@ typedef struct {
 void ml_mlb_walk_init(ml_mlb_walk *w, const ml_mlb_header *h);
 int ml_mlb_walk_next(ml_mlb_walk *w, ml_mlb_array *a);
 
-/* Bytes of the whole file of header h: the end of its last array. */
+/* The end of the last array of header h (where the sections may start). */
+uint64_t ml_mlb_arrays_end(const ml_mlb_header *h);
+
+/* Bytes of the whole file of header h: the end of its last array, or of its
+ * last section (version 2). */
 uint64_t ml_mlb_file_bytes(const ml_mlb_header *h);
+
+/* head_dim of a header: its field, or dim / n_heads when 0 (version 1). */
+uint32_t ml_mlb_head_dim(const ml_mlb_header *h);
 
 #endif

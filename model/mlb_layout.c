@@ -9,6 +9,8 @@
 /* ---- the table: version 1 ------------------------------------------------- */
 
 static int unshared(const ml_mlb_header *h) { return !h->shared_classifier; }
+static int qkv_bias(const ml_mlb_header *h) { return h->version >= 2 && (h->flags & ML_MLB_FLAG_QKV_BIAS); }
+static int qk_norm(const ml_mlb_header *h) { return h->version >= 2 && (h->flags & ML_MLB_FLAG_QK_NORM); }
 
 #define LAYER(f) offsetof(ml_layer, f)
 #define MODEL(f) offsetof(ml_weights, f)
@@ -17,10 +19,15 @@ const ml_mlb_tensor ml_mlb_tensors[] = {
     /* name         per_layer store         rows           cols          present   field */
     {"tok_emb",    0, ML_MLB_WTYPE, ML_MLB_VOCAB,  ML_MLB_DIM,    NULL,     MODEL(tok_emb)},
     {"attn_norm",  1, ML_MLB_F32,   ML_MLB_DIM,    ML_MLB_ONE,    NULL,     LAYER(attn_norm)},
-    {"wq",         1, ML_MLB_WTYPE, ML_MLB_DIM,    ML_MLB_DIM,    NULL,     LAYER(wq)},
+    {"wq",         1, ML_MLB_WTYPE, ML_MLB_Q_DIM,  ML_MLB_DIM,    NULL,     LAYER(wq)},
     {"wk",         1, ML_MLB_WTYPE, ML_MLB_KV_DIM, ML_MLB_DIM,    NULL,     LAYER(wk)},
     {"wv",         1, ML_MLB_WTYPE, ML_MLB_KV_DIM, ML_MLB_DIM,    NULL,     LAYER(wv)},
-    {"wo",         1, ML_MLB_WTYPE, ML_MLB_DIM,    ML_MLB_DIM,    NULL,     LAYER(wo)},
+    {"bq",         1, ML_MLB_F32,   ML_MLB_Q_DIM,  ML_MLB_ONE,    qkv_bias, LAYER(bq)},
+    {"bk",         1, ML_MLB_F32,   ML_MLB_KV_DIM, ML_MLB_ONE,    qkv_bias, LAYER(bk)},
+    {"bv",         1, ML_MLB_F32,   ML_MLB_KV_DIM, ML_MLB_ONE,    qkv_bias, LAYER(bv)},
+    {"q_norm",     1, ML_MLB_F32,   ML_MLB_HEAD,   ML_MLB_ONE,    qk_norm,  LAYER(q_norm)},
+    {"k_norm",     1, ML_MLB_F32,   ML_MLB_HEAD,   ML_MLB_ONE,    qk_norm,  LAYER(k_norm)},
+    {"wo",         1, ML_MLB_WTYPE, ML_MLB_DIM,    ML_MLB_Q_DIM,  NULL,     LAYER(wo)},
     {"ffn_norm",   1, ML_MLB_F32,   ML_MLB_DIM,    ML_MLB_ONE,    NULL,     LAYER(ffn_norm)},
     {"w1",         1, ML_MLB_WTYPE, ML_MLB_HIDDEN, ML_MLB_DIM,    NULL,     LAYER(w1)},
     {"w2",         1, ML_MLB_WTYPE, ML_MLB_DIM,    ML_MLB_HIDDEN, NULL,     LAYER(w2)},
@@ -32,10 +39,17 @@ const int ml_mlb_n_tensors = (int)(sizeof ml_mlb_tensors / sizeof *ml_mlb_tensor
 
 /* ---- the walk ------------------------------------------------------------- */
 
+uint32_t ml_mlb_head_dim(const ml_mlb_header *h) {
+    if (h->version >= 2 && h->head_dim) return h->head_dim;
+    return h->n_heads ? h->dim / h->n_heads : 0;
+}
+
 static uint32_t dim_of(const ml_mlb_header *h, int d) {
     switch (d) {
     case ML_MLB_DIM: return h->dim;
-    case ML_MLB_KV_DIM: return h->n_heads ? h->n_kv_heads * (h->dim / h->n_heads) : 0;
+    case ML_MLB_KV_DIM: return h->n_kv_heads * ml_mlb_head_dim(h);
+    case ML_MLB_Q_DIM: return h->n_heads * ml_mlb_head_dim(h);
+    case ML_MLB_HEAD: return ml_mlb_head_dim(h);
     case ML_MLB_HIDDEN: return h->hidden_dim;
     case ML_MLB_VOCAB: return h->vocab;
     default: return 1;
@@ -92,10 +106,18 @@ int ml_mlb_walk_next(ml_mlb_walk *w, ml_mlb_array *a) {
     return 0;
 }
 
-uint64_t ml_mlb_file_bytes(const ml_mlb_header *h) {
+uint64_t ml_mlb_arrays_end(const ml_mlb_header *h) {
     ml_mlb_walk w;
     ml_mlb_array a;
     ml_mlb_walk_init(&w, h);
     while (ml_mlb_walk_next(&w, &a)) {}
     return w.end;
+}
+
+uint64_t ml_mlb_file_bytes(const ml_mlb_header *h) {
+    uint64_t end = ml_mlb_arrays_end(h);
+    if (h->version < 2) return end;
+    if (h->tok_bytes && h->tok_off + h->tok_bytes > end) end = h->tok_off + h->tok_bytes;
+    if (h->tmpl_bytes && h->tmpl_off + h->tmpl_bytes > end) end = h->tmpl_off + h->tmpl_bytes;
+    return end;
 }

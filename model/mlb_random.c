@@ -111,6 +111,15 @@ static void walk(writer *w, const ml_mlb_header *h) {
             put_floats(w, a.bytes / 4, 0.8f, 1.2f);
         }
     }
+    /* version 2 sections: filler text ('x'), tokenizer then template */
+    const uint64_t off[2] = {h->tok_off, h->tmpl_off}, bytes[2] = {h->tok_bytes, h->tmpl_bytes};
+    for (int i = 0; h->version >= 2 && i < 2; i++) {
+        if (!bytes[i]) continue;
+        unsigned char chunk[CHUNK];
+        memset(chunk, 'x', sizeof chunk);
+        pad_to(w, off[i]);
+        for (uint64_t n = 0; n < bytes[i]; n += CHUNK) emit(w, chunk, bytes[i] - n < CHUNK ? (size_t)(bytes[i] - n) : CHUNK);
+    }
 }
 
 /* splitmix-style spread, so seeds 1, 2, 3 start far apart (and never at 0) */

@@ -16,7 +16,8 @@ typedef struct {
     int n_layers;
     int n_heads;
     int n_kv_heads;
-    int head_dim;   /* dim / n_heads */
+    int head_dim;   /* the header's head_dim, or dim / n_heads */
+    int q_dim;      /* n_heads * head_dim (== dim unless head_dim is set) */
     int kv_dim;     /* n_kv_heads * head_dim */
     int hidden_dim; /* FFN width */
     int vocab;
@@ -26,14 +27,35 @@ typedef struct {
     float norm_eps;
     int wtype;      /* ml_type of every matrix */
     int shared_classifier;
+    /* version 2 (.mlb header; version 1: the defaults noted) */
+    int version;        /* the file's: 1 or 2 */
+    int qkv_bias;       /* 1: bq, bk, bv added after wq, wk, wv (v1: 0) */
+    int qk_norm;        /* 1: q_norm, k_norm on each head before RoPE (v1: 0) */
+    int rope_scaling;   /* ML_MLB_ROPE_* (model/mlb.h); v1: none */
+    float rope_factor, rope_low_freq_factor, rope_high_freq_factor;
+    int rope_orig_max_seq;
+    int bos, eos, eot;  /* special ids, -1 none (v1: 1, 2, -1: llama2.c's) */
+    int add_bos;        /* 1: a prompt starts with bos (v1: 1) */
 } ml_config;
+
+/* A byte range of the model file (zero-copy): the embedded tokenizer, the
+ * chat template. len 0: absent. */
+typedef struct {
+    const unsigned char *data;
+    size_t len;
+} ml_bytes;
 
 typedef struct {
     const float *attn_norm; /* (dim) */
-    ml_qtensor wq;          /* (dim, dim) */
+    ml_qtensor wq;          /* (q_dim, dim) */
     ml_qtensor wk;          /* (kv_dim, dim) */
     ml_qtensor wv;          /* (kv_dim, dim) */
-    ml_qtensor wo;          /* (dim, dim) */
+    const float *bq;        /* (q_dim) or NULL (no qkv_bias) */
+    const float *bk;        /* (kv_dim) or NULL */
+    const float *bv;        /* (kv_dim) or NULL */
+    const float *q_norm;    /* (head_dim) or NULL (no qk_norm) */
+    const float *k_norm;    /* (head_dim) or NULL */
+    ml_qtensor wo;          /* (dim, q_dim) */
     const float *ffn_norm;  /* (dim) */
     ml_qtensor w1;          /* (hidden_dim, dim) gate */
     ml_qtensor w2;          /* (dim, hidden_dim) down */
@@ -53,7 +75,7 @@ typedef struct {
     float *logits;     /* (vocab) the last token's logits */
     float *key_cache;  /* (n_layers, max_seq, kv_dim) */
     float *val_cache;  /* (n_layers, max_seq, kv_dim) */
-    float *rope_cos;   /* (max_seq, head_dim/2) */
+    float *rope_cos;   /* (max_seq, head_dim/2), llama3 scaling applied */
     float *rope_sin;   /* (max_seq, head_dim/2) */
     void *sampler_scratch; /* (vocab) sampler workspace, see sampler.h */
 } ml_state;
@@ -64,7 +86,7 @@ typedef struct {
     int cap;           /* max tokens per batch: ml_open_opts.batch, 1 .. max_seq */
     float *x;          /* (cap, dim) residual streams */
     float *x_norm;     /* (cap, dim) RMSNorm(x): input of the q/k/v and w1/w3 projections */
-    float *q;          /* (cap, n_heads, head_dim) queries */
+    float *q;          /* (cap, n_heads, head_dim) queries (q_dim per token) */
     float *attn_out;   /* (cap, n_heads, head_dim) attention output: input of wo */
     float *branch_out; /* (cap, dim) output of wo or w2, added to x */
     float *ffn_gate;   /* (cap, hidden_dim) silu(w1 x) * (w3 x): input of w2 */
@@ -90,6 +112,8 @@ typedef struct {
     ml_file file;
     ml_arena arena;
     ml_ops ops;
+    ml_bytes tokenizer;  /* the embedded tokenizer file (version 2), a view into the file */
+    ml_bytes chat_template; /* the chat template (version 2), UTF-8 without NUL */
     size_t weight_bytes; /* bytes of the file the weights occupy */
     size_t kv_bytes;     /* KV cache part of the arena */
 } ml_model;

@@ -208,6 +208,19 @@ ml_status ml_tokenizer_load(ml_tokenizer *t, const char *path, int vocab_size, m
     return s;
 }
 
+ml_status ml_tokenizer_load_buffer(ml_tokenizer *t, const char *name, const void *data, size_t size,
+                                   int vocab_size, ml_err *err) {
+    if (!t || !data) return ml_errf(err, ML_E_ARG, "tokenizer: NULL tokenizer or data");
+    memset(t, 0, sizeof *t);
+    if (!name) name = "(memory)";
+    if (vocab_size <= 0 || vocab_size > ML_TOK_MAX_VOCAB)
+        return ml_errf(err, ML_E_ARG, "tokenizer %s: model vocab is %d, expected 1..%d", name,
+                       vocab_size, ML_TOK_MAX_VOCAB);
+    ml_status s = build(t, name, data, size, vocab_size, err);
+    if (s) ml_tokenizer_free(t);
+    return s;
+}
+
 int ml_tokenizer_vocab(const ml_tokenizer *t) { return t ? t->vocab : 0; }
 
 /* ---- encode ---------------------------------------------------------------

@@ -52,6 +52,10 @@ typedef struct {
  * ML_E_IO; vocab_size outside 1 .. ML_TOK_MAX_VOCAB is ML_E_ARG. On failure
  * nothing stays allocated and t need not be freed (freeing it is harmless). */
 ml_status ml_tokenizer_load(ml_tokenizer *t, const char *path, int vocab_size, ml_err *err);
+/* The same from size bytes at data (a tokenizer a .mlb file embeds); name
+ * labels the errors. The bytes are copied: data may go after the call. */
+ml_status ml_tokenizer_load_buffer(ml_tokenizer *t, const char *name, const void *data, size_t size,
+                                   int vocab_size, ml_err *err);
 void ml_tokenizer_free(ml_tokenizer *t);
 
 /* Entries the tokens buffer of ml_tokenizer_encode needs: strlen(text) + 3. */

@@ -33,8 +33,17 @@ static void layers(ml_model *m, const int *tokens, int n, int pos0) {
 
         /* ---- attention: q, k, v projections, RoPE, attention, wo ---- */
         ml_op_quantize_batch(o, &b->x_q8, b->x, c->dim, n, L->attn_norm, c->norm_eps, b->x_norm);
-        ml_matmul_job qkv[3] = {{b->q, c->dim, &L->wq}, {k, c->kv_dim, &L->wk}, {v, c->kv_dim, &L->wv}};
+        ml_matmul_job qkv[3] = {{b->q, c->q_dim, &L->wq}, {k, c->kv_dim, &L->wk}, {v, c->kv_dim, &L->wv}};
         ml_op_matmuls(o, qkv, 3, &b->x_q8);
+        if (c->qkv_bias) { /* Qwen2: q, k, v biases, in that order */
+            ml_op_add_bias(b->q, L->bq, c->q_dim, n);
+            ml_op_add_bias(k, L->bk, c->kv_dim, n);
+            ml_op_add_bias(v, L->bv, c->kv_dim, n);
+        }
+        if (c->qk_norm) { /* Qwen3: RMSNorm of each query and key head before RoPE */
+            ml_op_head_norm(b->q, L->q_norm, c->head_dim, c->n_heads, n, c->norm_eps);
+            ml_op_head_norm(k, L->k_norm, c->head_dim, c->n_kv_heads, n, c->norm_eps);
+        }
         ml_op_rope(b->q, k, pos0, n, &rope);
         ml_attn_args at = {
             .q = b->q, .kc = kc, .vc = vc, .att = s->att_scores, .out = b->attn_out, .pos = pos0,
@@ -42,7 +51,7 @@ static void layers(ml_model *m, const int *tokens, int n, int pos0) {
             .max_seq = c->max_seq, .n_tok = n,
         };
         ml_op_attention(o, &at);
-        ml_op_quantize_batch(o, &b->x_q8, b->attn_out, c->dim, n, NULL, 0.0f, NULL);
+        ml_op_quantize_batch(o, &b->x_q8, b->attn_out, c->q_dim, n, NULL, 0.0f, NULL);
         ml_matmul_job wo = {b->branch_out, c->dim, &L->wo};
         ml_op_matmuls(o, &wo, 1, &b->x_q8);
         ml_op_add(b->x, b->branch_out, c->dim, n);

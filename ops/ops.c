@@ -223,6 +223,15 @@ void ml_op_add(float *Y, const float *X, int n, int n_tok) {
     for (int t = 0; t < n_tok; t++) ml_k_add(Y + (size_t)t * (size_t)n, X + (size_t)t * (size_t)n, n);
 }
 
+void ml_op_add_bias(float *Y, const float *b, int n, int n_tok) {
+    for (int t = 0; t < n_tok; t++) ml_k_add(Y + (size_t)t * (size_t)n, b, n);
+}
+
+void ml_op_head_norm(float *X, const float *w, int head_dim, int n_heads, int n_tok, float eps) {
+    size_t n = (size_t)n_tok * (size_t)n_heads;
+    for (size_t i = 0; i < n; i++) ml_k_rmsnorm(X + i * (size_t)head_dim, X + i * (size_t)head_dim, w, head_dim, eps);
+}
+
 void ml_op_rope(float *Q, float *K, int pos0, int n_tok, const ml_rope_args *r) {
     size_t half = (size_t)r->head_dim / 2, dim = (size_t)r->n_heads * (size_t)r->head_dim;
     size_t kv_dim = (size_t)r->n_kv_heads * (size_t)r->head_dim;

@@ -81,6 +81,15 @@ void ml_op_dequant_row(float *out, const ml_qtensor *W, int row);
  * Y, X: (n_tok, n). */
 void ml_op_add(float *Y, const float *X, int n, int n_tok);
 
+/* A bias added to every token of a batch: Y[t] += b for t < n_tok, in
+ * element order (the add kernel: one rounding per element, the same on
+ * every build). Y: (n_tok, n), b: (n). */
+void ml_op_add_bias(float *Y, const float *b, int n, int n_tok);
+
+/* RMSNorm of each head of every token, in place (Qwen3's q_norm, k_norm):
+ * X: (n_tok, n_heads, head_dim), w: (head_dim); the rmsnorm kernel per head. */
+void ml_op_head_norm(float *X, const float *w, int head_dim, int n_heads, int n_tok, float eps);
+
 /* RoPE of n_tok tokens at positions pos0 .. pos0+n_tok-1, in place:
  * Q: (n_tok, n_heads * head_dim), K: (n_tok, n_kv_heads * head_dim),
  * cos_t, sin_t: (max_seq, head_dim/2) tables, row p for position p. */

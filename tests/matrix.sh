@@ -7,15 +7,16 @@
 # line runs the "full" column, the others the "qemu" one (bit-identity and the
 # golden hashes). Further rows: sse2 ASM=1; i686 (M32=1: "i686" in the "run
 # on" column); CMake with gcc
-# and with mingw-w64 under wine (tests/cmake_row.sh); THREADS=pthread for the
-# aarch64 lines past neon; clang builds of every ARM line and of
+# and with mingw-w64 under wine (tests/cmake_row.sh); THREADS=1 (no thread
+# pool; the other rows have it) for the aarch64 lines past neon; clang builds of every ARM line and of
 # $ML_CLANG_ISAS on x86, the last ARM one run under qemu; avx512vnni with the
 # archive's oldest and newest compilers. Then tests/test_guard.sh once (the
 # guard refusals), whose results fill the guard column, and
 # tests/dist_check.sh once (make dist), each in the rows' pool after the rows.
 # Every build is made first, one at a time with make -j$ML_JOBS: each row's,
 # with what test_e2e.sh compares with (the native scalar gcc build, the
-# reference, and the row's build with ML_NO_MMAP=1 and with THREADS=pthread);
+# reference, and the row's build with ML_NO_MMAP=1, THREADS=pthread and THREADS=1,
+# one of the last two the row's own build);
 # a build is made once, whatever rows share it. Then the rows' tests run,
 # $ML_PAR rows at a time (most run one test process at a time, on one core),
 # each row's output kept apart and printed in the rows' order.
@@ -80,9 +81,10 @@ while IFS='|' read -r isa arch run_on; do
         if have "$qemu"; then run="$qemu -L /usr/${cross%-} -cpu $cpu" how="$qemu -cpu $cpu"; fi
         if [ "$first" = 1 ]; then first_run=$run first_how=$how; else tests=qemu; fi
         rows+=("$isa-$tag-${cpu//,sve-default-vector-length=/-vl}|$isa|${cross}gcc|CROSS=$cross|$run|$how|$tests|$([ "$first" = 1 ] && echo "$isa-$tag")")
-        # Threads on the aarch64 builds past neon: -t 1, 2, 3, 8 (test_e2e.sh, test_threads).
+        # The THREADS=1 build (no pool) of the aarch64 lines past neon, its own
+        # row: test_threads's refusal, test_e2e.sh (the default rows have the pool).
         if [ "$first" = 1 ] && [ "$arch" = aarch64 ] && [ "$isa" != neon ]; then
-            rows+=("$isa-$tag-pthread|$isa|${cross}gcc THREADS=pthread|CROSS=$cross THREADS=pthread|$run|$how|threads|")
+            rows+=("$isa-$tag-nothreads|$isa|${cross}gcc THREADS=1|CROSS=$cross THREADS=1|$run|$how|threads|")
         fi
         first=0
     done
@@ -190,7 +192,7 @@ cpu_now() {
 # what the run needs; a row without tests to run gets its counts here.
 TP=0 TF=0 TS=0
 declare -A R_P R_F R_S R_E2E R_HOW R_SEC
-declare -a R_MODE R_DIR R_REF R_NOMMAP R_THREADS R_COL R_BSEC R_CPU
+declare -a R_MODE R_DIR R_REF R_NOMMAP R_THREADS R_SINGLE R_COL R_BSEC R_CPU
 prepare_row() {
     local i=$1 label isa compiler margs runner how tests gkey t0=$SECONDS c0 p=0 f=0
     IFS='|' read -r label isa compiler margs runner how tests gkey <<<"${rows[$i]}"
@@ -226,6 +228,8 @@ prepare_row() {
         build ISA="$isa" $margs ML_NO_MMAP=1; R_NOMMAP[i]=$DIR
         # shellcheck disable=SC2086
         build ISA="$isa" $margs THREADS=pthread; R_THREADS[i]=$DIR
+        # shellcheck disable=SC2086
+        build ISA="$isa" $margs THREADS=1; R_SINGLE[i]=$DIR
     fi
     R_P[$label]=$p R_F[$label]=$((f + WARNED)) R_S[$label]=0 R_E2E[$label]="-" R_HOW[$label]=$how
     cpu_now; R_BSEC[i]=$((SECONDS - t0)) R_CPU[i]=$((CPU_MS - c0))
@@ -248,7 +252,7 @@ run_row() {
             p=0 f=1 s=0
         fi
     else
-        BUILD=$dir ISA=$isa RUNNER="$runner" REF_BUILD=${R_REF[i]:-} NOMMAP_BUILD=${R_NOMMAP[i]:-} THREADS_BUILD=${R_THREADS[i]:-} \
+        BUILD=$dir ISA=$isa RUNNER="$runner" REF_BUILD=${R_REF[i]:-} NOMMAP_BUILD=${R_NOMMAP[i]:-} THREADS_BUILD=${R_THREADS[i]:-} SINGLE_BUILD=${R_SINGLE[i]:-} \
             ML_PLAN="${R_COL[i]}" ML_ROW="$label" ML_RESULTS="$tmp/$label.tsv" \
             nice bash tests/run_tests.sh >"$tmp/$i.run.log" 2>&1
         grep -E '^(FAIL|SKIP) - ' "$tmp/$i.run.log" | head -n 20 | sed "s/^/   [$label] /"
@@ -296,9 +300,17 @@ finish_row() {
 
 t_build=$SECONDS CPU_RUN=0
 cpu_now; c_build=$CPU_MS
+# left DONE TOTAL SECONDS: "about N min left", from the mean time of the DONE so far.
+left() {
+    local m=$(($3 * ($2 - $1) / ($1 > 0 ? $1 : 1) / 60))
+    if [ "$1" -ge "$2" ]; then echo "done"; elif [ "$m" -lt 1 ]; then echo "under a minute left"; else echo "about $m min left"; fi
+}
+if [ -n "${ML_ROWS:-}" ]; then echo "== make test: ${#rows[@]} rows (ML_ROWS=$ML_ROWS): first the builds, then the tests"
+else echo "== make test: ${#rows[@]} rows (+ the guard and make dist): first the builds, then the tests, ~25 min on 2 cores;" \
+    "ML_ROWS=\"scalar avx2\" make test runs a few rows"; fi
 for i in "${!rows[@]}"; do
     prepare_row "$i" >"$tmp/$i.log"
-    echo "   built ${rows[$i]%%|*} (${R_BSEC[i]} s)"
+    echo "   built row $((i + 1))/${#rows[@]}: ${rows[$i]%%|*} (${R_BSEC[i]} s; builds: $(left $((i + 1)) ${#rows[@]} $((SECONDS - t_build))))"
 done
 cpu_now; t_build=$((SECONDS - t_build)) c_build=$((CPU_MS - c_build))
 
@@ -335,7 +347,7 @@ finish_once() {
 
 # ---- run the rows, then the once-only scripts, $PAR at a time; print in order -------
 echo "== running the rows' tests, then the guard and make dist, $PAR at a time (builds took $t_build s)"
-t_run=$SECONDS
+t_run=$SECONDS t_run0=$SECONDS
 # Each of the $PAR slots runs one job at a time, with its own folder of
 # test_e2e.sh's converted models (build/models, build/models-1, ...): two rows
 # never write one cache at once. Jobs 0..N-1 are the rows, N.. the ONCE scripts.
@@ -359,6 +371,7 @@ while [ "$shown" -lt "$njobs" ]; do
         SLOT[s]=$next next=$((next + 1))
     done
     while [ "$shown" -lt "$njobs" ] && { [ -e "$tmp/$shown.done" ] || { [ "$shown" -lt "$nrows" ] && [ "${R_MODE[shown]}" = done ]; }; }; do
+        echo "-- row $((shown + 1))/$njobs ($(left $((shown + 1)) "$njobs" $((SECONDS - t_run0))) of the tests)"
         if [ "$shown" -lt "$nrows" ]; then
             finish_row "$shown"
             [ "$shown" -lt "$((nrows - 1))" ] || t_run=$((SECONDS - t_run))

@@ -74,21 +74,30 @@ def rmsnorm(x, w, eps):
     return x * (F32(1) / np.sqrt(ms + F32(eps))) * w
 
 
-def rope_tables(n_pos, head_dim, theta):
-    """cos, sin (n_pos, head_dim/2): angle pos * theta^(-2i/head_dim)."""
+def rope_tables(n_pos, head_dim, theta, freq_factors=None):
+    """cos, sin (n_pos, head_dim/2): angle pos * theta^(-2i/head_dim), each
+    frequency divided by freq_factors[i] when given (Llama 3's scaling, as
+    GGUF's rope_freqs.weight holds it)."""
     i2 = np.arange(0, head_dim, 2, dtype=F32)
     freq = F32(1) / np.power(F32(theta), i2 / F32(head_dim))
+    if freq_factors is not None:
+        freq = freq / np.asarray(freq_factors, dtype=F32)
     ang = np.arange(n_pos, dtype=F32)[:, None] * freq[None, :]
     return np.cos(ang), np.sin(ang)
 
 
-def rope(x, cos, sin):
-    """x: (T, heads, head_dim); rotates interleaved pairs (2i, 2i+1)."""
-    x0, x1 = x[..., 0::2], x[..., 1::2]
+def rope(x, cos, sin, neox=False):
+    """x: (T, heads, head_dim); rotates interleaved pairs (2i, 2i+1), or
+    with neox the halves (i, i + head_dim/2) (GPT-NeoX, Qwen)."""
+    h = x.shape[-1] // 2
+    x0, x1 = (x[..., :h], x[..., h:]) if neox else (x[..., 0::2], x[..., 1::2])
     c, s = cos[:, None, :], sin[:, None, :]
     out = np.empty_like(x)
-    out[..., 0::2] = x0 * c - x1 * s
-    out[..., 1::2] = x0 * s + x1 * c
+    if neox:
+        out[..., :h], out[..., h:] = x0 * c - x1 * s, x0 * s + x1 * c
+    else:
+        out[..., 0::2] = x0 * c - x1 * s
+        out[..., 1::2] = x0 * s + x1 * c
     return out
 
 
@@ -117,24 +126,67 @@ def attention(q, k, v, n_heads, n_kv):
 
 def forward(cfg, w, tokens):
     """Teacher-forced logits (T, vocab), float32, for token ids at positions
-    0..T-1. w: weights as returned by load_legacy (any float arrays)."""
+    0..T-1. w: weights as returned by load_legacy or load_gguf (any float
+    arrays); cfg may add head_dim, neox, rope_freqs, and layers bq/bk/bv,
+    q_norm/k_norm (biases after the projections, head norms before RoPE)."""
     tokens = np.asarray(tokens, dtype=np.int64)
     T, dim, nh, nkv = len(tokens), cfg["dim"], cfg["n_heads"], cfg["n_kv_heads"]
-    hd, eps = dim // nh, cfg["norm_eps"]
-    cos, sin = rope_tables(T, hd, cfg.get("rope_theta", 10000.0))
+    hd, eps = cfg.get("head_dim") or dim // nh, cfg["norm_eps"]
+    neox = cfg.get("neox", False)
+    cos, sin = rope_tables(T, hd, cfg.get("rope_theta", 10000.0), cfg.get("rope_freqs"))
     x = np.asarray(w["tok_emb"], dtype=F32)[tokens]              # (T, dim)
     for lw in w["layers"]:
         lw = {k: np.asarray(v, dtype=F32) for k, v in lw.items()}
         h = rmsnorm(x, lw["attn_norm"], eps)
-        q = rope((h @ lw["wq"].T).reshape(T, nh, hd), cos, sin)
-        k = rope((h @ lw["wk"].T).reshape(T, nkv, hd), cos, sin)
-        v = (h @ lw["wv"].T).reshape(T, nkv, hd)
+        q, k, v = h @ lw["wq"].T, h @ lw["wk"].T, h @ lw["wv"].T
+        if "bq" in lw:  # Qwen2
+            q, k, v = q + lw["bq"], k + lw["bk"], v + lw["bv"]
+        q, k, v = q.reshape(T, nh, hd), k.reshape(T, nkv, hd), v.reshape(T, nkv, hd)
+        if "q_norm" in lw:  # Qwen3: RMSNorm of each head
+            q, k = rmsnorm(q, lw["q_norm"], eps), rmsnorm(k, lw["k_norm"], eps)
+        q, k = rope(q, cos, sin, neox), rope(k, cos, sin, neox)
         x = x + attention(q, k, v, nh, nkv) @ lw["wo"].T
         h = rmsnorm(x, lw["ffn_norm"], eps)
         g = silu(h @ lw["w1"].T) * (h @ lw["w3"].T)
         x = x + g @ lw["w2"].T
     x = rmsnorm(x, np.asarray(w["final_norm"], dtype=F32), eps)
     return (x @ np.asarray(w["wcls"], dtype=F32).T).astype(F32)
+
+
+def load_gguf(path):
+    """A GGUF file of architecture llama, qwen2 or qwen3 (F32/F16 or any
+    type the gguf package dequantizes) -> (cfg, weights), read here with the
+    package, independently of tools/: weights as the file stores them
+    (Qwen's q/k rows in NeoX order, so cfg['neox'])."""
+    import gguf
+    r = gguf.GGUFReader(path)
+
+    def get(key, default=None):
+        f = r.get_field(key)
+        return default if f is None else f.contents()
+
+    arch = get("general.architecture")
+    a = arch + "."
+    dim, nh = get(a + "embedding_length"), get(a + "attention.head_count")
+    cfg = dict(dim=dim, hidden_dim=get(a + "feed_forward_length"), n_layers=get(a + "block_count"),
+               n_heads=nh, n_kv_heads=get(a + "attention.head_count_kv", nh),
+               head_dim=get(a + "attention.key_length", dim // nh),
+               rope_theta=get(a + "rope.freq_base", 10000.0),
+               norm_eps=get(a + "attention.layer_norm_rms_epsilon"), neox=arch in ("qwen2", "qwen3"))
+    t = {x.name: np.asarray(gguf.dequantize(x.data, x.tensor_type), F32).reshape(
+        tuple(reversed([int(n) for n in x.shape]))) for x in r.tensors}
+    cfg["vocab"] = t["token_embd.weight"].shape[0]
+    cfg["rope_freqs"] = t.get("rope_freqs.weight")
+    names = dict(attn_norm="attn_norm.weight", wq="attn_q.weight", wk="attn_k.weight",
+                 wv="attn_v.weight", wo="attn_output.weight", ffn_norm="ffn_norm.weight",
+                 w1="ffn_gate.weight", w2="ffn_down.weight", w3="ffn_up.weight",
+                 bq="attn_q.bias", bk="attn_k.bias", bv="attn_v.bias",
+                 q_norm="attn_q_norm.weight", k_norm="attn_k_norm.weight")
+    layers = [{k: t[f"blk.{l}.{n}"] for k, n in names.items() if f"blk.{l}.{n}" in t}
+              for l in range(cfg["n_layers"])]
+    w = dict(tok_emb=t["token_embd.weight"], layers=layers, final_norm=t["output_norm.weight"],
+             wcls=t.get("output.weight", t["token_embd.weight"]))
+    return cfg, w
 
 
 def forward_logits(ckpt_path, token_ids):

@@ -6,7 +6,7 @@
 # N skipped". A test without a results file, or with a non-zero exit and no
 # failure counted, is one failure.
 # env: BUILD (build folder), ISA, PYTHON, MODELS, RUNNER (e.g. "qemu-aarch64 -cpu max"),
-#      REF_BUILD NOMMAP_BUILD THREADS_BUILD (test_e2e.sh's sibling builds: make check
+#      REF_BUILD NOMMAP_BUILD THREADS_BUILD SINGLE_BUILD (test_e2e.sh's sibling builds: make check
 #      and tests/matrix.sh build them), ML_TESTS (only these tests, e.g. "test_e2e.sh
 #      test_kernels"; default all), ML_SKIP_TESTS (patterns of tests not to run, e.g.
 #      "test_guard.sh *.py"), ML_PLAN and ML_ROW (only the tests that tests/plan.txt

@@ -13,7 +13,7 @@ BIN=$BUILD/ml_bench
 need_exe "$BIN"
 
 # shellcheck disable=SC2086
-run() { timeout 600 $RUNNER "$BIN" "$@" >"$tmp/out" 2>"$tmp/err"; }
+run() { timeout 600 $RUNNER "$BIN" --rows "$@" >"$tmp/out" 2>"$tmp/err"; }
 
 # expect WHAT RC TEXT ARGS...: exit code RC and stderr containing TEXT.
 expect() {
@@ -46,8 +46,27 @@ expect "-b not a number" 2 "-b: expected" -b 8x
 expect "-m missing file" 1 "no_such.mlb" --model-only -m "$tmp/no_such.mlb"
 
 run --help
-if [ $? -eq 0 ] && grep -q -- "--bw" "$tmp/out" && grep -q "^build: " "$tmp/out"; then ok "--help lists the options and the build"
+if [ $? -eq 0 ] && grep -q -- "--bw" "$tmp/out" && grep -q -- "--rows" "$tmp/out" && grep -q "^build: " "$tmp/out"; then ok "--help lists the options and the build"
 else bad "--help: $(head -c 200 "$tmp/out")"; fi
+
+# ---- the human table: no #row lines without --rows; no progress when stderr is no terminal ----
+# shellcheck disable=SC2086
+timeout 600 $RUNNER "$BIN" --shape stories15M --wtype q8_0 --tokens 2 --reps 1 -p 4 >"$tmp/out" 2>"$tmp/err"
+if [ $? -eq 0 ] && grep -q '^  stories15M   q8_0  1T ' "$tmp/out" && grep -q '^  matvec_q8_0 ' "$tmp/out" &&
+    ! grep -q '#row' "$tmp/out" && ! grep -q 'measuring' "$tmp/err"; then
+    ok "without --rows: the table only (kernels and model lines, no #row line); no progress line into a file"
+else
+    bad "without --rows: $(grep -c '#row' "$tmp/out") #row lines, stderr: $(head -c 200 "$tmp/err")"
+fi
+if command -v script >/dev/null 2>&1 && [ -z "$RUNNER" ]; then
+    # stderr a terminal (script's pty): the progress line is written and cleared
+    script -qec "$BIN --model-only --shape stories15M --wtype q4_0 --tokens 2 --reps 1 -p 0" /dev/null >"$tmp/tty" 2>&1
+    if grep -q 'measuring stories15M q4_0 1T: 2 tokens decoded' "$tmp/tty" && grep -q '^  stories15M   q4_0  1T ' <(tr '\r' '\n' <"$tmp/tty" | sed 's/\x1b\[K//g'); then
+        ok "on a terminal: 'ml_bench: measuring ...' while a figure is timed, then the figure"
+    else
+        bad "on a terminal: no progress line: $(head -c 300 "$tmp/tty" | tr '\r\033' '  ')"
+    fi
+fi
 
 # ---- kernels: one line per matrix shape, positive GB/s ---------------------
 run --kernels-only --shape stories15M --wtype q4_0 --reps 1
@@ -88,8 +107,8 @@ else
     bad "-p 0: $(head -c 400 "$tmp/out")"
 fi
 
-# ---- threads: -t 2 needs THREADS=pthread ------------------------------------
-if [[ $BUILD == *pthread* ]]; then
+# ---- threads: -t 2 needs the thread pool (not THREADS=1) -------------------
+if [[ $BUILD != *nothreads* ]]; then
     run --model-only --shape stories15M --wtype q4_0 --tokens 2 --reps 1 -t 1,2 -p 4
     if [ $? -eq 0 ] && model_line "$tmp/out" stories15M q4_0 1 && model_line "$tmp/out" stories15M q4_0 2 &&
         prompt_line "$tmp/out" stories15M q4_0 2 4 128; then

@@ -37,7 +37,7 @@ LLAMA_JSON = json.dumps([
     {"model_type": "llama ?B Q8_0", "n_threads": 2, "n_prompt": 128, "n_gen": 0, "avg_ts": 11881.0, "stddev_ts": 90.0},
     {"model_type": "llama ?B Q8_0", "n_threads": 2, "n_prompt": 0, "n_gen": 128, "avg_ts": 1300.0, "stddev_ts": 9.0},
 ])
-# ml_bench --model-only --shape stories15M --wtype q8_0 -t 1,2 --reps 3 --bw -p 128
+# ml_bench --model-only --shape stories15M --wtype q8_0 -t 1,2 --reps 3 --bw -p 128 --rows
 ML_BENCH = """ml_bench: avx512vnni build, median of 3 runs
 model decode, 128 tokens from position 0; prompt (pp), 128 tokens from position 0 in batches of 64:
   stories15M   q8_0  1T    1160.0 tok/s    0.862 ms/token    8.7 GB/s  RSS  1080.0 MiB  (1100.0-1170.0 tok/s; weights in memory)
@@ -131,7 +131,8 @@ def plan():
     report(bv.plan_of(opts)[-1] == ("legacy", "stories15M", "q4_0", [1], ["tg128", "pp128"]),
            "legacy rows run the prompt test too when asked")
     cmd = bv.ours_cmd("ml_bench", "stories15M", "q8_0", [1, 2], 3)
-    report(cmd[-2:] == ["-p", "128"] and "--bw" in cmd, f"ml_bench is asked for its pp128 figure: {cmd}")
+    report(cmd[-3:] == ["-p", "128", "--rows"] and "--bw" in cmd,
+           f"ml_bench is asked for its pp128 figure and its #row lines (--rows): {cmd}")
 
 
 def from_file(tmp):

@@ -301,6 +301,12 @@ def test_stories(rep, tmp):
                 if not g.check(rc == 0, f"exit {rc}: {se.strip()[-300:]}"):
                     continue
                 g.check("padding to 192" in so, "no hidden_dim padding notice")
+                if sname == "hf":
+                    # its tokenizer.model, beside the model as llama2.c's tokenizer.py exports it
+                    tok = out[:-len(".mlb")] + ".tokenizer.bin"
+                    want_tok = open(os.path.join(S260, "tok512.bin"), "rb").read()
+                    g.check(os.path.isfile(tok) and open(tok, "rb").read() == want_tok,
+                            f"HF: {tok} is not tok512.bin byte for byte")
                 m = Mlb(out)
                 files[sname, wname] = m
                 want = dict(magic=b"MLB1", version=1, dim=64, n_layers=5, n_heads=8,
@@ -513,6 +519,17 @@ def test_errors(rep, tmp, have_models):
     errdir = os.path.join(tmp, "err")
     os.makedirs(errdir)
     out = os.path.join(errdir, "out.mlb")
+    with rep.group("progress: a line per layer on a terminal, none into a pipe") as g:
+        p = os.path.join(tmp, "three_layers.bin")
+        fake_legacy(p, 32, 64, 3, 2, 1, 8, 4)
+        rc, so, se = run(CONVERT, p, os.path.join(tmp, "three_layers.mlb"))
+        g.check(rc == 0 and "layer 1/" not in se + so, f"into a pipe: exit {rc}, {se.strip()[-200:]!r}")
+        if shutil.which("script"):
+            r = subprocess.run(["script", "-qec", f"{sys.executable} {CONVERT} {p} "
+                                f"{os.path.join(tmp, 'three_layers_tty.mlb')}", "/dev/null"],
+                               capture_output=True, text=True)
+            g.check(r.returncode == 0 and "convert: layer 3/3" in r.stdout,
+                    f"on a terminal (script): exit {r.returncode}, {r.stdout[-300:]!r}")
     with rep.group("converter errors: synthetic inputs") as g:
         p = os.path.join(tmp, "dim48.bin")
         fake_legacy(p, 48, 64, 1, 4, 2, 8, 4)
@@ -525,6 +542,12 @@ def test_errors(rep, tmp, have_models):
         fake_legacy(p, 32, 64, 1, 2, 1, 8, 4, shared=False,
                     edit=lambda t: t["wcls"].__setitem__((7, 31), np.nan))
         expect_error(g, "NaN weight", [CONVERT, p, out], out)
+        p = os.path.join(tmp, "story.txt")
+        with open(p, "w") as f:
+            f.write("Once upon a time there was a little dog named Max.\n" * 4)
+        expect_error(g, "a text file", [CONVERT, p, out], out)
+        rc, _, se = run(CONVERT, p, out)
+        g.check("not a model file" in se, f"a text file: not called 'not a model file': {se.strip()[-200:]!r}")
         p = os.path.join(tmp, "v3.bin")
         with open(p, "wb") as f:
             f.write(struct.pack("<Ii", 0x616B3432, 3) + bytes(248))

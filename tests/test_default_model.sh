@@ -89,6 +89,15 @@ if [ $rc -eq 0 ] && grep -q "best build for this CPU: $best " "$tmp/run.err" &&
 else
     bad "make run: exit $rc; did not pick and run $best: $(head -c 400 "$tmp/run.err")"
 fi
+# build/best: the README's one path, every program of the picked build, made by make run and by make alone.
+best_link_ok() { [ -L build/best ] && [ "$(readlink build/best)" = "$best" ] &&
+    [ -x build/best/ml_run ] && [ -x build/best/ml_bench ] && [ -x build/best/ml_perplexity ]; }
+if best_link_ok; then ok "make run: build/best -> $best, with ml_run, ml_bench and ml_perplexity"
+else bad "make run: build/best is not a link to $best with the three programs: $(ls -l build/best 2>&1)"; fi
+rm -f build/best
+if mk >/dev/null 2>"$tmp/make.err" && best_link_ok && grep -q "^make: best build for this CPU: $best " "$tmp/make.err"; then
+    ok "make (no target): says it picked $best and links build/best to it"
+else bad "make (no target): no build/best -> $best: $(head -c 300 "$tmp/make.err")"; fi
 if grep -q "260K-parameter" "$tmp/run.err"; then ok "make run: tells the user the model has 260K parameters"
 else bad "make run: no word of the model's size"; fi
 if golden_ok "$tmp/run.ids" "$tmp/run.out"; then ok "make run (--temp 0): the golden story"
@@ -101,6 +110,6 @@ for how in "ISA=sse2 env" "make run ISA=sse2"; do
     else bad "make run: $how did not run the sse2 build: $(head -c 300 "$tmp/err")"; fi
 done
 if mk check ISA=auto >/dev/null 2>"$tmp/err"; then bad "make check ISA=auto: accepted"
-elif grep -q 'ISA=auto is for' "$tmp/err"; then ok "make check ISA=auto: refused (auto is for make run)"
+elif grep -q 'ISA=auto is for' "$tmp/err"; then ok "make check ISA=auto: refused (auto is for make and make run)"
 else bad "make check ISA=auto: refused without saying why: $(head -c 200 "$tmp/err")"; fi
 finish

@@ -16,7 +16,8 @@ set -u
 cd "$(dirname "$0")/.."
 . tests/sh_lib.sh
 
-# The load-time allocations: arena, read fallback, thread pool, tokenizer;
+# The load-time allocations: arena, read fallback, thread pool, tokenizers,
+# the speculation context (sized once at set-up);
 # core/mem.c is the aligned allocator the first two call (its own callers
 # are checked like any allocation: ml_aligned_alloc is in ALLOC_RE; "-" is
 # file scope, i.e. its declaration and definition).
@@ -28,6 +29,9 @@ core/arena.c:ml_arena_init
 core/file.c:read_whole
 core/threads.c:ml_pool_create
 model/tokenizer.c:build
+model/bpe.c:build
+model/bpe.c:sort_specials
+model/speculate.c:ml_spec_init
 "
 LIB_DIRS="core model ops kernels config"
 PRINT_RE='exit|_Exit|_exit|quick_exit|abort|assert|printf|fprintf|vprintf|vfprintf|dprintf|puts|fputs|putchar|perror'

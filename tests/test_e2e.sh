@@ -8,10 +8,11 @@
 #   REF_BUILD      the native scalar build (runs without RUNNER: on an ARM row
 #                  it is the x86 build, the one the golden hashes come from)
 #   NOMMAP_BUILD   this build with ML_NO_MMAP=1
-#   THREADS_BUILD  this build with THREADS=pthread
+#   THREADS_BUILD  this build with THREADS=pthread (the default: often BUILD itself)
+#   SINGLE_BUILD   this build with THREADS=1 (no thread pool)
 set -u
 cd "$(dirname "$0")/.."
-: "${REF_BUILD:=}" "${NOMMAP_BUILD:=}" "${THREADS_BUILD:=}"
+: "${REF_BUILD:=}" "${NOMMAP_BUILD:=}" "${THREADS_BUILD:=}" "${SINGLE_BUILD:=}"
 . tests/sh_lib.sh
 check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
 
@@ -32,10 +33,11 @@ sibling() {
     skip "e2e: no $1 build ('$2'): run through make check or tests/matrix.sh; its checks are not run"
     return 1
 }
-have_ref=0 have_nommap=0 have_threads=0
+have_ref=0 have_nommap=0 have_threads=0 have_single=0
 sibling "reference (REF_BUILD)" "$REF_BUILD" && have_ref=1
 sibling "ML_NO_MMAP=1 (NOMMAP_BUILD)" "$NOMMAP_BUILD" && have_nommap=1
 sibling "THREADS=pthread (THREADS_BUILD)" "$THREADS_BUILD" && have_threads=1
+sibling "THREADS=1 (SINGLE_BUILD)" "$SINGLE_BUILD" && have_single=1
 
 # Compare this build with the reference on model $1 / tokenizer $2: the
 # logits of 16 teacher-forced+generated steps bit for bit, and the greedy ids.
@@ -118,8 +120,18 @@ for wt in q8_0 q4_0; do
             # shellcheck disable=SC2086
             $RUNNER "$THREADS_BUILD/ml_run" -m "$m" -z "$t" -i "hello" -n 40 --temp 0 -t $n --logits "$tmp/t$n.f32" >/dev/null 2>&1
         done
-        check "random $wt: THREADS=pthread build, -t 1/2/3/8 bit-identical to each other and to THREADS=1" \
+        check "random $wt: THREADS=pthread build, -t 1/2/3/8 bit-identical to each other and to this build's default" \
             "[ -s '$tmp/t1.f32' ] && cmp -s '$tmp/t1.f32' '$tmp/t2.f32' && cmp -s '$tmp/t1.f32' '$tmp/t3.f32' && cmp -s '$tmp/t1.f32' '$tmp/t8.f32' && cmp -s '$tmp/t1.f32' '$tmp/mmap.f32'"
+    fi
+    if [ "$have_single" = 1 ]; then
+        # shellcheck disable=SC2086
+        $RUNNER "$SINGLE_BUILD/ml_run" -m "$m" -z "$t" -i "hello" -n 40 --temp 0 --logits "$tmp/single.f32" >/dev/null 2>&1
+        check "random $wt: the THREADS=1 build (no thread pool) gives bit-identical logits" \
+            "[ -s '$tmp/mmap.f32' ] && cmp -s '$tmp/mmap.f32' '$tmp/single.f32'"
+        # shellcheck disable=SC2086
+        msg=$($RUNNER "$SINGLE_BUILD/ml_run" -m "$m" -z "$t" -n 4 -t 2 2>&1 >/dev/null); rc=$? msg=${msg%%$'\n'*}
+        check "random $wt: the THREADS=1 build refuses -t 2 naming the build, not the model (exit $rc: $msg)" \
+            "[ $rc -ne 0 ] && [[ \"\$msg\" == *THREADS=1* ]] && [[ \"\$msg\" != *model* ]]"
     fi
 done
 

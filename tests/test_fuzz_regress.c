@@ -30,6 +30,7 @@ static void run_target(const char *target, const uint8_t *d, size_t n) {
     if (!strcmp(target, "mlb")) fuzz_mlb(d, n);
     else if (!strcmp(target, "tok_load")) fuzz_tok_load(d, n);
     else if (!strcmp(target, "tok_encode")) fuzz_tok_encode(&tokenizers, d, n);
+    else if (!strcmp(target, "bpe")) fuzz_bpe(d, n);
     else fuzz_cli(d, n);
 }
 
@@ -86,7 +87,7 @@ int ml_main(int argc, char **argv) {
     fuzz_tokenizers_load(&tokenizers);
     CHECK(tokenizers.n >= 1, "the built-in fuzz tokenizer did not load");
     if (tokenizers.n < 2) SKIP("tok_encode with tok512.bin: $MODELS/stories260K/tok512.bin not found");
-    static const char *const targets[] = {"mlb", "tok_load", "tok_encode", "cli"};
+    static const char *const targets[] = {"mlb", "tok_load", "tok_encode", "cli", "bpe"};
     for (size_t i = 0; i < sizeof targets / sizeof *targets; i++) {
         int f0 = tl_failed;
         int nr = replay_dir(root, "regress", targets[i]);

@@ -36,6 +36,10 @@ expect() {
 }
 
 expect "launcher: picks the best build it has of the report's runs" 0 "ran avx2 -n 3" "$SH" "$D/ml" -n 3
+expect "launcher: --help is its own usage" 0 "usage: ml [-v] [run | bench | perplexity]" "$SH" "$D/ml" --help
+if grep -q "^ran " "$tmp/out"; then bad "launcher: --help ran a build: $(head -c 200 "$tmp/out")"
+else ok "launcher: --help runs no build"; fi
+expect "launcher: run --help is ml_run's" 0 "ran avx2 --help" "$SH" "$D/ml" run --help
 mkdir -p "$tmp/bin" "$tmp/bin2"
 ln -s "$D/ml" "$tmp/bin/ml"
 expect "launcher: through an absolute symlink" 0 "ran avx2" "$SH" "$tmp/bin/ml"

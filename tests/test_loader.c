@@ -56,10 +56,113 @@ static void header_case(const char *field, long off, uint32_t value, ml_status w
     expect(want, field, what);
 }
 
-static int print_layout(char **arg) {
-    uint32_t v[9];
-    for (int i = 0; i < 9; i++) v[i] = (uint32_t)strtoul(arg[i], NULL, 10);
+/* A valid version-2 model with every new field in use: head_dim 32 with
+ * dim 64 and 4 heads (q_dim 128), biases, q/k norms, llama3 rope scaling,
+ * special ids, a 100-byte tokenizer and a 10-byte template section. */
+static ml_mlb_header v2_header(void) {
+    ml_mlb_header h = ml_mlb_make_header(64, 2, 4, 2, 96, 64, 32, ML_TYPE_Q8_0, 1);
+    h.version = ML_MLB_VERSION_2;
+    h.head_dim = 32, h.flags = ML_MLB_FLAG_QKV_BIAS | ML_MLB_FLAG_QK_NORM;
+    h.rope_scaling = ML_MLB_ROPE_LLAMA3, h.rope_factor = 8.0f, h.rope_low_freq_factor = 1.0f;
+    h.rope_high_freq_factor = 4.0f, h.rope_orig_max_seq = 16;
+    h.bos = 1, h.eos = 2, h.eot = 3, h.add_bos = 1;
+    uint64_t end = ml_mlb_arrays_end(&h);
+    h.tok_off = (end + 63) / 64 * 64, h.tok_bytes = 100;
+    h.tmpl_off = (h.tok_off + 100 + 63) / 64 * 64, h.tmpl_bytes = 10;
+    return h;
+}
+
+static uint64_t write_v2(const ml_mlb_header *h) {
+    ml_err err;
+    CHECK(ml_mlb_random_write(path, h, 1, &err) == ML_OK, "write the v2 model: %s", err.msg);
+    return ml_mlb_random_bytes(h);
+}
+
+/* Poke a 4-byte (or 8-byte) field of the valid v2 model; expect want naming field. */
+static void v2_case(const char *field, size_t off, const void *v, size_t n, ml_status want, const char *what) {
+    ml_mlb_header h = v2_header();
+    write_v2(&h);
+    poke((long)off, v, n);
+    expect(want, field, what);
+}
+
+static void test_v2(void) {
+    int f0 = tl_failed;
+    ml_mlb_header h = v2_header();
+    uint64_t size = write_v2(&h);
+    ml_model m;
+    ml_err err = {{0}};
+    ml_open_opts oo = {.use_mmap = 1, .n_threads = 1};
+    ml_status s = ml_model_open(&m, path, &oo, &err);
+    CHECK(s == ML_OK, "the valid v2 model loads: %s", err.msg);
+    if (s == ML_OK) {
+        const ml_config *c = &m.cfg;
+        CHECK(c->version == 2 && c->head_dim == 32 && c->q_dim == 128 && c->kv_dim == 64 && c->qkv_bias &&
+              c->qk_norm && c->rope_scaling == 1 && c->bos == 1 && c->eos == 2 && c->eot == 3 && c->add_bos == 1,
+              "v2 config fields");
+        CHECK(m.w.layers[1].bq && m.w.layers[1].bk && m.w.layers[1].bv && m.w.layers[1].q_norm &&
+              m.w.layers[1].k_norm && m.w.layers[0].wq.rows == 128 && m.w.layers[0].wo.cols == 128,
+              "v2 tensors: biases, norms, wq (q_dim, dim), wo (dim, q_dim)");
+        CHECK(m.tokenizer.len == 100 && m.tokenizer.data == m.file.data + h.tok_off && m.chat_template.len == 10 &&
+              m.chat_template.data[0] == 'x', "v2 sections: views into the file");
+        CHECK(ml_forward(&m, 5, 0, &err) == ML_OK && ml_forward(&m, 6, 1, &err) == ML_OK, "v2 forward: %s", err.msg);
+        ml_model_close(&m);
+    }
+    GROUP_DONE("a version-2 model with every field loads and runs", f0);
+
+    f0 = tl_failed;
+    uint32_t one = 1, two = 2, three = 3, odd = 31, big = 32768, bad_flag = 4;
+    int32_t minus2 = -2, vocab = 64, none = -1;
+    float nan_v = NAN, neg = -1.0f, lo = 4.0f;
+    uint64_t u64;
+    v2_case("stype", 52, &one, 4, ML_E_FORMAT, "stype 1");
+    v2_case("fp16 scales not supported by this build", 52, &one, 4, ML_E_FORMAT, "stype 1 message");
+    v2_case("stype", 52, &two, 4, ML_E_FORMAT, "stype 2");
+    v2_case("head_dim", 56, &odd, 4, ML_E_SHAPE, "head_dim odd");
+    v2_case("head_dim", 56, &big, 4, ML_E_SHAPE, "head_dim * n_heads too large");
+    v2_case("flags", 60, &bad_flag, 4, ML_E_FORMAT, "flags bit 2");
+    v2_case("rope_scaling", 64, &two, 4, ML_E_FORMAT, "rope_scaling 2");
+    v2_case("rope_factor", 68, &nan_v, 4, ML_E_FORMAT, "rope_factor NaN");
+    v2_case("rope_factor", 68, &neg, 4, ML_E_FORMAT, "rope_factor < 0");
+    v2_case("rope_low_freq_factor", 72, &neg, 4, ML_E_FORMAT, "rope_low_freq_factor < 0");
+    v2_case("rope_high_freq_factor", 72, &lo, 4, ML_E_FORMAT, "rope_low_freq_factor 4 = rope_high_freq_factor");
+    v2_case("rope_orig_max_seq", 80, &(uint32_t){0}, 4, ML_E_FORMAT, "rope_orig_max_seq 0");
+    v2_case("bos", 84, &vocab, 4, ML_E_FORMAT, "bos = vocab");
+    v2_case("eos", 88, &minus2, 4, ML_E_FORMAT, "eos -2");
+    v2_case("eot", 92, &vocab, 4, ML_E_FORMAT, "eot = vocab");
+    v2_case("add_bos", 96, &two, 4, ML_E_FORMAT, "add_bos 2");
+    v2_case("add_bos", 84, &none, 4, ML_E_FORMAT, "add_bos 1 without bos");
+    v2_case("reserved", 100, &one, 4, ML_E_FORMAT, "reserved word");
+    v2_case("header byte 200 (reserved)", 200, &three, 1, ML_E_FORMAT, "reserved byte");
+    v2_case("header byte 136 (reserved)", 136, &one, 1, ML_E_FORMAT, "first reserved byte");
+    u64 = h.tok_off + 8;
+    v2_case("tok_off", 104, &u64, 8, ML_E_FORMAT, "tok_off not 64-aligned");
+    u64 = h.tok_off - 64;
+    v2_case("tok_off", 104, &u64, 8, ML_E_FORMAT, "tok_off over the last array");
+    u64 = 0;
+    v2_case("tok_off", 112, &u64, 8, ML_E_FORMAT, "tok_off without tok_bytes");
+    u64 = size;
+    v2_case("tok_off", 112, &u64, 8, ML_E_FORMAT, "tok_bytes past the end");
+    u64 = h.tok_off;
+    v2_case("tmpl_off", 120, &u64, 8, ML_E_FORMAT, "tmpl over the tokenizer");
+    u64 = 1ull << 62;
+    v2_case("tmpl_off", 128, &u64, 8, ML_E_FORMAT, "tmpl_bytes huge");
+    v2_case("chat template: a NUL byte", (size_t)h.tmpl_off + 3, "", 1, ML_E_FORMAT, "NUL in the template");
+    v2_case("padding before tensor chat template", (size_t)h.tmpl_off - 1, "y", 1, ML_E_FORMAT, "data in the padding");
+    v2_case("file size", 128, &(uint64_t){5}, 8, ML_E_FORMAT, "the template shorter than the file");
+    h = v2_header();
+    write_v2(&h);
+    CHECK(truncate(path, (off_t)size - 1) == 0, "truncate");
+    expect(ML_E_FORMAT, "tmpl_off", "the template cut");
+    GROUP_DONE("version-2 fields and sections checked, each named", f0);
+}
+
+/* --layout: 9 header values, or 11 (then head_dim and flags of version 2). */
+static int print_layout(char **arg, int n) {
+    uint32_t v[11];
+    for (int i = 0; i < n; i++) v[i] = (uint32_t)strtoul(arg[i], NULL, 10);
     ml_mlb_header h = ml_mlb_make_header(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]);
+    if (n == 11) h.version = ML_MLB_VERSION_2, h.head_dim = v[9], h.flags = v[10];
     ml_mlb_walk w;
     ml_mlb_array a;
     ml_mlb_walk_init(&w, &h);
@@ -71,7 +174,7 @@ static int print_layout(char **arg) {
 }
 
 int ml_main(int argc, char **argv) {
-    if (argc == 11 && !strcmp(argv[1], "--layout")) return print_layout(argv + 2);
+    if ((argc == 11 || argc == 13) && !strcmp(argv[1], "--layout")) return print_layout(argv + 2, argc - 2);
     strcpy(path, "/tmp/ml_loader_XXXXXX");
     int fd = mkstemp(path);
     if (fd < 0) {
@@ -122,7 +225,7 @@ int ml_main(int argc, char **argv) {
     /* ---- header fields ---- */
     f0 = tl_failed;
     header_case("magic", 0, 0x46554747u /* "GGUF" */, ML_E_FORMAT);
-    header_case("version", 4, 2, ML_E_FORMAT);
+    header_case("version", 4, 3, ML_E_FORMAT);       /* 1 and 2 exist */
     header_case("dim", 8, 0, ML_E_SHAPE);
     header_case("dim", 8, 48, ML_E_SHAPE);           /* not a multiple of 32 */
     header_case("dim", 8, 0xFFFFFFFFu, ML_E_SHAPE);  /* a negative int32 */
@@ -214,6 +317,7 @@ int ml_main(int argc, char **argv) {
     }
     GROUP_DONE("huge context gives ML_E_NOMEM; -c caps it", f0);
 
+    test_v2();
     unlink(path);
     return tl_summary();
 }

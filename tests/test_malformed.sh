@@ -101,6 +101,45 @@ expect "truncated model" 1 "truncated: tensor" -m "$tmp/trunc.mlb" -z "$T"
 head -c 1000 "$T" >"$tmp/trunc.bin"
 expect "truncated tokenizer" 1 "truncated file?" -m "$M" -z "$tmp/trunc.bin"
 expect "tokenizer of another model" 1 "tokenizer $tmp/t300.bin has 300 tokens, model vocab is 320" -m "$M" -z "$tmp/t300.bin"
+# BPE tokenizer files (model/bpe.h, tools/tokfile.py): 256 byte tokens, a few merges,
+# then unused tokens up to the vocab; and damaged copies.
+PYTHONPATH=tools "$PYTHON" - "$tmp" <<'PY' || bad "writing BPE tokenizer files"
+import struct, sys
+import tokfile
+out = sys.argv[1]
+toks = [bytes([b]) for b in range(256)] + [b"th", b"the", b"<|im_end|>"]
+merges = [(ord("t"), ord("h"), 256), (256, ord("e"), 257)]
+for n, name in ((320, "bpe.bin"), (300, "bpe300.bin")):
+    tf = tokfile.TokFile("qwen2", toks, [1] * 258 + [3], merges, eos=258, eot=258)
+    tf.pad_to(n)
+    data = tf.to_bytes()
+    open(f"{out}/{name}", "wb").write(data)
+open(f"{out}/bpe_v2.bin", "wb").write(data[:4] + struct.pack("<I", 2) + data[8:])
+open(f"{out}/bpe_cut.bin", "wb").write(data[:1000])
+PY
+expect "a BPE tokenizer file works" 0 "tok/s" -m "$M" -z "$tmp/bpe.bin" -i "the theme" -n 8 --temp 0
+expect "BPE tokenizer of another vocab" 1 "300 tokens, but the model's vocab is 320" -m "$M" -z "$tmp/bpe300.bin"
+expect "BPE tokenizer of version 2" 1 "version: expected 1, got 2" -m "$M" -z "$tmp/bpe_v2.bin" -i hi
+expect "truncated BPE tokenizer" 1 "truncated file?" -m "$M" -z "$tmp/bpe_cut.bin" -i hi
+expect "empty prompt, BPE without BOS" 2 "the prompt is empty" -m "$M" -z "$tmp/bpe.bin"
+# ml_tokenize: its command line and files
+TOKZ=$BUILD/ml_tokenize
+if [ -x "$TOKZ" ]; then
+    BIN=$TOKZ expect "ml_tokenize: no -m" 2 "missing -m model.mlb" -i hi
+    BIN=$TOKZ expect "ml_tokenize: -i and -f" 2 "exactly one of -i TEXT and -f FILE" -m "$M" -z "$T" -i a -f "$T"
+    BIN=$TOKZ expect "ml_tokenize: no text" 2 "exactly one of -i TEXT and -f FILE" -m "$M" -z "$T"
+    BIN=$TOKZ expect "ml_tokenize: unknown option" 2 "unknown option --bogus" -m "$M" -z "$T" -i a --bogus
+    BIN=$TOKZ expect "ml_tokenize: -z without a value" 2 "needs a value: -z" -m "$M" -i a -z
+    BIN=$TOKZ expect "ml_tokenize: a directory as the text" 1 "cannot read the text" -m "$M" -z "$T" -f "$tmp"
+    BIN=$TOKZ expect "ml_tokenize: no tokenizer" 2 "embeds no tokenizer: give one with -z" -m "$M" -i a
+    BIN=$TOKZ expect "ml_tokenize: BPE of another vocab" 1 "300 tokens, but the model's vocab is 320" -m "$M" -z "$tmp/bpe300.bin" -i a
+    BIN=$TOKZ run -m "$M" -z "$tmp/bpe.bin" -i "the <|im_end|>" --ids --special
+    if [ "$(cat "$tmp/out")" = "257 32 258" ]; then ok "ml_tokenize --ids --special: 257 32 258"; else bad "ml_tokenize --ids --special: '$(cat "$tmp/out")'"; fi
+    BIN=$TOKZ run -m "$M" -z "$tmp/bpe.bin" -i "the"
+    if grep -qx "   257 -> 'the'" "$tmp/out"; then ok "ml_tokenize: '   257 -> 'the''"; else bad "ml_tokenize listing: '$(cat "$tmp/out")'"; fi
+else
+    bad "$TOKZ is missing"
+fi
 # Damaged copies of $M, by tools/mlb.py's layout: a NaN scale; finite scales
 # and norm weights that overflow float32 in the forward pass (what the mlb
 # fuzz target found: fuzz/regress/mlb/overflow_nan_quantize.mlb).

@@ -101,10 +101,18 @@ static void tensor_name(char *out, size_t n, const array_info *a) {
     snprintf(out, n, "tensor %s (layer %d)", a->tensor, a->layer);
 }
 
-static void test_mlb_walk(uint32_t wtype) {
-    const char *wname = wtype == ML_TYPE_Q8_0 ? "Q8_0" : "Q4_0";
+/* v2: a version-2 header with head_dim 32 (q_dim 64 != dim), biases and
+ * q/k norms, so the walk reaches every row of the table. */
+static ml_mlb_header walk_header(uint32_t wtype, uint32_t shared, int v2) {
+    ml_mlb_header h = ml_mlb_make_header(32, 2, 2, 1, 96, 37, 16, wtype, shared);
+    if (v2) h.version = ML_MLB_VERSION_2, h.head_dim = 32, h.flags = ML_MLB_FLAG_QKV_BIAS | ML_MLB_FLAG_QK_NORM;
+    return h;
+}
+
+static void test_mlb_walk(uint32_t wtype, int v2) {
+    const char *wname = wtype == ML_TYPE_Q8_0 ? (v2 ? "v2 Q8_0" : "Q8_0") : (v2 ? "v2 Q4_0" : "Q4_0");
     /* vocab 37 and kv_dim 16 leave padding gaps between arrays. */
-    ml_mlb_header h = ml_mlb_make_header(32, 2, 2, 1, 96, 37, 16, wtype, 0);
+    ml_mlb_header h = walk_header(wtype, 0, v2);
     layout L = make_layout(&h, ML_ALIGN);
     unsigned char *img = make_image(&h, &L);
     char what[160], part[96];
@@ -120,6 +128,8 @@ static void test_mlb_walk(uint32_t wtype) {
     for (int i = 0; i < L.n; i++) seen[L.a[i].row] |= L.a[i].scales ? 2 : 1;
     for (int r = 0; r < ml_mlb_n_tensors; r++) {
         int want = ml_mlb_tensors[r].store == ML_MLB_WTYPE ? 3 : 2;
+        if (!v2 && ml_mlb_tensors[r].present && !ml_mlb_tensors[r].present(&h) && r != ml_mlb_n_tensors - 1)
+            want = 0; /* a version-2 row: absent from version 1 */
         CHECK(seen[r] == want, "tensor %s: the test shape has %s", ml_mlb_tensors[r].name,
               seen[r] ? "only part of its arrays" : "none of its arrays");
     }
@@ -172,7 +182,7 @@ static void test_mlb_walk(uint32_t wtype) {
     write_bytes(big, L.end);
     expect_open(ML_E_FORMAT, "file size: expected", "shared_classifier 1 but wcls present");
     free(big);
-    ml_mlb_header hu = ml_mlb_make_header(32, 2, 2, 1, 96, 37, 16, wtype, 1);
+    ml_mlb_header hu = walk_header(wtype, 1, v2);
     layout Lu = make_layout(&hu, ML_ALIGN);
     unsigned char *shared = make_image(&hu, &Lu);
     hu.shared_classifier = 0; /* claims a wcls the file lacks */
@@ -366,8 +376,10 @@ int ml_main(int argc, char **argv) {
         return tl_summary();
     }
     close(fd);
-    test_mlb_walk(ML_TYPE_Q8_0);
-    test_mlb_walk(ML_TYPE_Q4_0);
+    test_mlb_walk(ML_TYPE_Q8_0, 0);
+    test_mlb_walk(ML_TYPE_Q4_0, 0);
+    test_mlb_walk(ML_TYPE_Q8_0, 1);
+    test_mlb_walk(ML_TYPE_Q4_0, 1);
     test_tokenizer_walk();
     unlink(path);
     return tl_summary();

@@ -33,13 +33,18 @@ SHAPES = [
     ("Q8_0 tied classifier, MHA", 64, 3, 4, 4, 160, 100, 8, mlb.TYPE_Q8_0, 1),
     ("Q4_0 tied classifier, GQA 4:1", 128, 1, 8, 2, 352, 61, 8, mlb.TYPE_Q4_0, 1),
 ]
+# version 2: (what, the shape's values, head_dim, flags, tokenizer bytes, template bytes)
+SHAPES_V2 = [
+    ("v2 Q8_0 head_dim 32 != dim/n_heads, biases, q/k norms, sections", SHAPES[0][1:], 32, 3, 100, 7),
+    ("v2 Q4_0 biases only, tokenizer only", SHAPES[3][1:], 0, 1, 64, 0),
+]
 FIELDS = ("dim", "n_layers", "n_heads", "n_kv_heads", "hidden_dim", "vocab", "max_seq",
           "wtype", "shared_classifier")
 
 
-def c_layout(vals):
+def c_layout(vals, extra=()):
     """[(array name as tools/mlb.py names it, offset, bytes)], file size."""
-    cmd = shlex.split(os.environ.get("RUNNER", "")) + [LOADER, "--layout"] + [str(v) for v in vals]
+    cmd = shlex.split(os.environ.get("RUNNER", "")) + [LOADER, "--layout"] + [str(v) for v in list(vals) + list(extra)]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True).stdout
     arrays, end = [], None
     for line in out.splitlines():
@@ -73,9 +78,20 @@ def main():
     if not os.access(LOADER, os.X_OK):
         ck.skip(f"the .mlb layout of tools/mlb.py against C: no {LOADER} (build it first)")
         return
-    for what, *vals in SHAPES:
+    shapes = [(what, vals, None) for what, *vals in SHAPES] + [(w, v, x) for w, v, *x in SHAPES_V2]
+    for what, vals, extra in shapes:
         h = dict(zip(FIELDS, vals), rope_theta=10000.0, norm_eps=1e-5)
-        c_arrays, c_end = c_layout(vals)
+        if extra:
+            h.update(version=mlb.VERSION_2, head_dim=extra[0], flags=extra[1])
+        c_arrays, c_end = c_layout(vals, extra[:2] if extra else ())
+        if extra:  # C's walk covers the arrays; the sections follow them as mlb.sections() says
+            end = c_end
+            for name, n in (("tokenizer", extra[2]), ("chat_template", extra[3])):
+                h[name] = bytes((i % 200) + 1 for i in range(n))
+                if n:
+                    off = (end + 63) // 64 * 64
+                    c_arrays.append((name, off, n))
+                    end = c_end = off + n
         py_arrays, py_end = mlb.layout(h)
         ck.report(c_end == py_end, f"{what}: file size, C {c_end}, tools/mlb.py {py_end}")
         diff = [(c, p) for c, p in zip(c_arrays, py_arrays) if c != p]
@@ -91,6 +107,7 @@ def main():
         want = bytearray(c_end)
         want[:mlb.HEADER_BYTES] = mlb.pack_header(h)
         arrays = expected_arrays(h, tensors)
+        arrays.update(tokenizer=h.get("tokenizer", b""), chat_template=h.get("chat_template", b""))
         for name, off, n in c_arrays:
             b = arrays.get(name, b"")
             want[off:off + n] = b if len(b) == n else bytes(n) + b"size mismatch"

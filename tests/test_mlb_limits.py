@@ -83,6 +83,22 @@ def loader_accepts(path):
     return False, r.stderr
 
 
+def agree(c, label, path, header, py):
+    """The header-only file `header` at path: mlb.check_shape(py) and the
+    loader accept it, or both refuse it."""
+    with open(path, "wb") as f:
+        f.write(header)
+    try:
+        mlb.check_shape(py)
+        py_ok, why = True, ""
+    except mlb.MlbError as e:
+        py_ok, why = False, str(e)
+    c_ok, err = loader_accepts(path)
+    c.report(py_ok == c_ok, f"agreement: {label}: mlb.py {'accepts' if py_ok else 'refuses'}"
+             f"{' (' + why + ')' if why else ''}, the loader "
+             f"{'accepts' if c_ok else 'refuses: ' + err.strip().splitlines()[-1][-160:]}")
+
+
 def main(c):
     # ---- the limits in the C source are mlb.py's ----
     src = open(os.path.join(ROOT, "model", "loader.c")).read()
@@ -116,18 +132,33 @@ def main(c):
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "h.mlb")
         for label, h in cases():
-            with open(path, "wb") as f:
-                f.write(header_bytes(h))
             py = dict(h, rope_theta=f32_bits(h["theta_bits"]), norm_eps=f32_bits(h["eps_bits"]))
-            try:
-                mlb.check_shape(py)
-                py_ok, why = True, ""
-            except mlb.MlbError as e:
-                py_ok, why = False, str(e)
-            c_ok, err = loader_accepts(path)
-            c.report(py_ok == c_ok, f"agreement: {label}: mlb.py {'accepts' if py_ok else 'refuses'}"
-                     f"{' (' + why + ')' if why else ''}, the loader "
-                     f"{'accepts' if c_ok else 'refuses: ' + err.strip().splitlines()[-1][-160:]}")
+            agree(c, label, path, header_bytes(h), py)
+
+        # ---- version 2: the same agreement on its fields (model/mlb.h) ----
+        v2 = dict(BASE, version=mlb.VERSION_2)
+        l3 = dict(rope_scaling=1, rope_factor=8.0, rope_low_freq_factor=1.0, rope_high_freq_factor=4.0,
+                  rope_orig_max_seq=16)
+        nan = float("nan")
+        for label, edit in (("v2 base", {}), ("v2 stype 1", dict(stype=1)), ("v2 stype 2", dict(stype=2)),
+                            ("v2 flags 3", dict(flags=3)), ("v2 flags 4", dict(flags=4)),
+                            ("v2 head_dim 32", dict(head_dim=32)), ("v2 head_dim 31", dict(head_dim=31)),
+                            ("v2 head_dim 34 (q_dim 136)", dict(head_dim=34)),
+                            ("v2 head_dim 30 with n_heads 16 (480)", dict(head_dim=30, n_heads=16, n_kv_heads=2)),
+                            ("v2 head_dim 1 << 15", dict(head_dim=1 << 15)),
+                            ("v2 llama3", l3), ("v2 llama3 factor 0", dict(l3, rope_factor=0.0)),
+                            ("v2 llama3 factor NaN", dict(l3, rope_factor=nan)),
+                            ("v2 llama3 low 0", dict(l3, rope_low_freq_factor=0.0)),
+                            ("v2 llama3 high = low", dict(l3, rope_high_freq_factor=1.0)),
+                            ("v2 llama3 orig 0", dict(l3, rope_orig_max_seq=0)),
+                            ("v2 no scaling, factor 8", dict(rope_factor=8.0)),
+                            ("v2 rope_scaling 2", dict(rope_scaling=2)),
+                            ("v2 bos vocab-1", dict(bos=319)), ("v2 bos vocab", dict(bos=320)),
+                            ("v2 eos -2", dict(eos=-2)), ("v2 eot 5", dict(eot=5)),
+                            ("v2 add_bos 1 bos 1", dict(add_bos=1, bos=1)), ("v2 add_bos 1 no bos", dict(add_bos=1)),
+                            ("v2 add_bos 2", dict(add_bos=2, bos=1))):
+            h = dict(v2, **edit)
+            agree(c, label, path, mlb.pack_header(h), h)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,10 @@
  * aligned_alloc our own objects make (the link wraps those symbols) while a
  * model generates with the sampler and tokenizer in the loop. */
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
+#include "model/bpe.h"
 #include "model/generate.h"
 #include "model/mlb_random.h"
 #include "model/tokenizer.h"
@@ -29,6 +31,52 @@ static void on_token(void *ud, int prev, int token) {
     sink *s = ud;
     size_t len = 0;
     if (s->tok && ml_tokenizer_decode(s->tok, prev, token, &len)) s->bytes += len;
+}
+
+/* A BPE tokenizer (model/bpe.h) of the 256 bytes, "ab" (a merge) and a
+ * control token: encode (specials on) and the UTF-8 stream allocate nothing. */
+static void bpe_encode_noalloc(void) {
+    static unsigned char f[8192];
+    size_t n = 0;
+    uint32_t head[12] = {0, 1, ML_BPE_PRE_QWEN2, 0, 258, 1, (uint32_t)-1, 257, 257, 0, 0, 0};
+    memcpy(head, "MLBP", 4);
+    memcpy(f, head, sizeof head);
+    n = sizeof head;
+    for (int i = 0; i < 258; i++) {
+        const char *t = i == 256 ? "ab" : "<|end|>";
+        uint32_t len = i < 256 ? 1 : (uint32_t)strlen(t), type = i == 257 ? ML_BPE_CONTROL : ML_BPE_NORMAL;
+        memcpy(f + n, &len, 4);
+        memcpy(f + n + 4, &type, 4);
+        if (i < 256) f[n + 8] = (unsigned char)i;
+        else memcpy(f + n + 8, t, len);
+        n += 8 + len;
+    }
+    uint32_t merge[3] = {'a', 'b', 256};
+    memcpy(f + n, merge, sizeof merge);
+    n += sizeof merge;
+    ml_bpe t;
+    ml_err err = {{0}};
+    if (ml_bpe_load_buffer(&t, "noalloc", f, n, &err)) {
+        CHECK(0, "the BPE tokenizer loads: %s", err.msg);
+        return;
+    }
+    static const char text[] = "ab abab, \xe4\xbd\xa0\xe5\xa5\xbd 123 <|end|>  \n";
+    int ids[10 * sizeof text + 16];
+    size_t n_ids = 0;
+    char out[64];
+    ml_utf8_stream st = {{0}, 0, 0};
+    long before = n_allocs;
+    CHECK(ml_bpe_encode(&t, text, sizeof text - 1, ML_BPE_SPECIAL | ML_BPE_EOS, ids, sizeof ids / sizeof *ids, &n_ids,
+                        &err) == ML_OK && n_ids > 4 && ids[0] == 256 && ids[n_ids - 1] == 257,
+          "BPE encode: %s", err.msg);
+    for (size_t i = 0; i < n_ids; i++) {
+        size_t len = 0;
+        const char *p = ml_bpe_token(&t, ids[i], &len);
+        ml_utf8_stream_feed(&st, p, len, out);
+    }
+    CHECK(n_allocs == before, "%ld allocations in BPE encode and the UTF-8 stream", n_allocs - before);
+    ml_bpe_free(&t);
+    GROUP_DONE("no allocation in BPE encode and decode", 0);
 }
 
 int ml_main(int argc, char **argv) {
@@ -101,5 +149,6 @@ int ml_main(int argc, char **argv) {
         GROUP_DONE(what, 0);
     }
     unlink(path);
+    bpe_encode_noalloc();
     return tl_summary();
 }

@@ -34,6 +34,12 @@ n=$(grep -c '^\[[0-9]*/12\] PPL ' "$tmp/out")
 last=$(grep '^\[12/12\] PPL ' "$tmp/out" | cut -d' ' -f3)
 if [ "$n" -eq 12 ] && [[ "$GOLDEN_PPL" == "PPL = $last "* ]]; then ok "a running value per chunk, the last one the final PPL"
 else bad "running values: $n lines, last '$last'"; fi
+# One chunk: "1 chunk", not "1 chunks" (the text's first 1000 bytes at -c 256: one chunk and a rest).
+head -c 1000 "$TEXT" >"$tmp/short.txt"
+run -m "$M" -z "$T" -f "$tmp/short.txt" -c 256
+if [ $? -eq 0 ] && grep -q '; 1 chunk of 256 (' "$tmp/out" && grep -q '^PPL = .*, 1 chunk of 256)$' "$tmp/out"; then
+    ok "one chunk: '1 chunk of 256' (singular)"
+else bad "one chunk: not '1 chunk': $(grep -E '^(text|PPL)' "$tmp/out" | head -c 300) $(head -c 200 "$tmp/err")"; fi
 # Batched prefill: every -b gives the logits of -b 1 (token by token) bit
 # for bit, compared through the KL base file (every scored position's logits).
 for b in 1 7 32 1000; do

@@ -23,7 +23,7 @@ for r in $(seq "$ROUNDS"); do
     for isa in "${runnable[@]}"; do
         b=$(make -s ISA="$isa" THREADS=pthread print-build)
         # shellcheck disable=SC2086
-        "$b/ml_bench" $BENCH_ARGS | tee -a "$out/$isa.log" | grep -v '^#row' >/dev/null
+        "$b/ml_bench" --rows $BENCH_ARGS | tee -a "$out/$isa.log" | grep -v '^#row' >/dev/null
     done
     echo "round $r of $ROUNDS done" >&2
 done

@@ -7,7 +7,7 @@
 # with the range. A tool, not a test: it prints figures, asserts nothing.
 #
 # usage: tools/bench_under_load.sh [options]
-#   -b ML_BENCH   default build/avx512vnni-pthread/ml_bench (built if missing)
+#   -b ML_BENCH   default build/avx512vnni/ml_bench (built if missing)
 #   -s SHAPE      ml_bench --shape (default stories15M)
 #   -w WTYPE      q8_0 | q4_0 (default q8_0)
 #   -t LIST       thread counts, e.g. 1,2,4 (default 1,2)
@@ -21,7 +21,7 @@
 # killed outright.
 set -u
 cd "$(dirname "$0")/.."
-BENCH=build/avx512vnni-pthread/ml_bench SHAPE=stories15M WTYPE=q8_0 THREADS=1,2 ROUNDS=3 REPS=3 TOKENS=128
+BENCH=build/avx512vnni/ml_bench SHAPE=stories15M WTYPE=q8_0 THREADS=1,2 ROUNDS=3 REPS=3 TOKENS=128
 LLAMA=${LLAMA_BENCH:-} GGUF=${LLAMA_MODEL:-}
 HOG_MAX_S=600 # no load's runs take this long; a hog left behind dies by then
 while getopts "b:s:w:t:r:n:k:l:g:h" opt; do
@@ -31,7 +31,7 @@ while getopts "b:s:w:t:r:n:k:l:g:h" opt; do
         *) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
     esac
 done
-if [ ! -x "$BENCH" ] && [ "$BENCH" = build/avx512vnni-pthread/ml_bench ]; then
+if [ ! -x "$BENCH" ] && [ "$BENCH" = build/avx512vnni/ml_bench ]; then
     make -s ISA=avx512vnni THREADS=pthread "$BENCH" >/dev/null || exit 1
 fi
 [ -x "$BENCH" ] || { echo "bench_under_load: no ml_bench at $BENCH" >&2; exit 2; }

@@ -9,7 +9,7 @@ random-weight GGUF files at ml_bench's shapes there (tools/gguf_random.py:
 once; the Q8_0 and Q4_0 files of llama.cpp's own quantizer), builds our
 ml_bench, then runs in ROUNDS interleaved rounds, model by model:
   llama-bench -m MODEL.gguf -mmp 0 -p 128 -n 128 -r REPS -t 1,2 -o json
-  ml_bench --model-only --shape S --wtype T -t 1,2 --reps REPS --bw -p 128
+  ml_bench --model-only --shape S --wtype T -t 1,2 --reps REPS --bw -p 128 --rows
 (which of the two goes first alternates from round to round). Both decode
 128 tokens from an empty context (tg128) with the weights read into memory,
 and run a 128-token prompt from position 0 (pp128: llama-bench's -p 128,
@@ -161,7 +161,7 @@ def llama_cmd(bench, model, tests, threads, reps):
 
 def ours_cmd(ml_bench, shape, wtype, threads, reps):
     return [ml_bench, "--model-only", "--shape", shape, "--wtype", wtype,
-            "-t", ",".join(map(str, threads)), "--reps", str(reps), "--bw", "-p", "128"]
+            "-t", ",".join(map(str, threads)), "--reps", str(reps), "--bw", "-p", "128", "--rows"]
 
 
 def plan_of(opts):
@@ -175,7 +175,7 @@ def prepare(opts, plan):
     files ({shape: {wtype: path}}) the plan needs, made if missing."""
     import gguf_random
     cache = opts.cache or llamacpp_build.cache_dir()
-    shapes = gguf_random.bench_shapes()
+    shapes = gguf_random.all_shapes()
     for s in {p[1] for p in plan}:
         if s not in shapes:
             raise ValueError(f"unknown shape {s!r}; ml_bench has {', '.join(shapes)}")
@@ -247,7 +247,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description="ml_bench side by side with llama.cpp's llama-bench "
                                  "(see the top of this file)")
     ap.add_argument("--shapes", type=_list(None), default=["stories15M", "stories110M", "tinyllama"],
-                    help="ml_bench shapes (default stories15M,stories110M,tinyllama)")
+                    help="ml_bench shapes (default stories15M,stories110M,tinyllama; also "
+                    "smollm2-135m, qwen2.5-0.5b, qwen3-0.6b, llama3.2-1b)")
     ap.add_argument("--types", type=_list(("q8_0", "q4_0")), default=["q8_0", "q4_0"])
     ap.add_argument("--threads", type=_threads, default=[1, 2], help="default 1,2")
     ap.add_argument("--tests", type=_list(TESTS), default=list(TESTS), help="tg128,pp128 (default both)")

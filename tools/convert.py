@@ -9,7 +9,8 @@ INPUT is one of
   * a Hugging Face Llama folder (config.json + *.safetensors, F32/F16/BF16),
   * a Llama GGUF file (v2, v3; tools/gguf_in.py, needs the `gguf` package):
     its tokenizer is written too, as a llama2.c tokenizer.bin (--tokenizer;
-    default OUTPUT with .mlb replaced by .tokenizer.bin).
+    default OUTPUT with .mlb replaced by .tokenizer.bin); so is a Hugging
+    Face folder's tokenizer.model (tools/sp_model.py).
 Matrices are quantized to Q8_0 (default) or Q4_0; norms stay F32. GGUF
 Q8_0/Q4_0 tensors of the output's type are copied block for block. Errors go
 to stderr as "convert: error: ..." with exit code 1, and leave every file
@@ -32,6 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gguf_in  # noqa: E402  (tools/gguf_in.py: GGUF input; imports the gguf package lazily)
 import mlb  # noqa: E402  (tools/mlb.py, shared with gen_random.py)
 import outfile  # noqa: E402  (tools/outfile.py: outputs never destroy a user's file)
+import sp_model  # noqa: E402  (tools/sp_model.py: a HF folder's tokenizer.model as tokenizer.bin)
 
 LAYER_KINDS = ("attn_norm", "wq", "wk", "wv", "wo", "ffn_norm", "w1", "w2", "w3")
 AK42_MAGIC = 0x616B3432  # "ak42" little-endian, llama2.c export.py versioned files
@@ -83,11 +85,22 @@ def check_header_ints(path, names, vals):
 
 
 def per_layer_shapes(c):
-    """llama2.c per-layer tensor shapes, (rows, cols) = (out, in)."""
+    """Per-layer tensor shapes, (rows, cols) = (out, in)."""
     dim, hid = c["dim"], c["hidden_dim"]
-    kv_dim = c["n_kv_heads"] * (dim // c["n_heads"])
-    return dict(attn_norm=(dim,), wq=(dim, dim), wk=(kv_dim, dim), wv=(kv_dim, dim),
-                wo=(dim, dim), ffn_norm=(dim,), w1=(hid, dim), w2=(dim, hid), w3=(hid, dim))
+    hd = mlb.head_dim(c)
+    q_dim, kv_dim = c["n_heads"] * hd, c["n_kv_heads"] * hd
+    return dict(attn_norm=(dim,), wq=(q_dim, dim), wk=(kv_dim, dim), wv=(kv_dim, dim),
+                bq=(q_dim,), bk=(kv_dim,), bv=(kv_dim,), q_norm=(hd,), k_norm=(hd,),
+                wo=(dim, q_dim), ffn_norm=(dim,), w1=(hid, dim), w2=(dim, hid), w3=(hid, dim))
+
+
+def layer_kinds(c):
+    """The per-layer tensors of config c, in .mlb order (model/mlb.h)."""
+    flags = mlb.v2(c, "flags") if mlb.v2(c, "version") >= mlb.VERSION_2 else 0
+    kinds = ["attn_norm", "wq", "wk", "wv"]
+    kinds += ["bq", "bk", "bv"] if flags & mlb.FLAG_QKV_BIAS else []
+    kinds += ["q_norm", "k_norm"] if flags & mlb.FLAG_QK_NORM else []
+    return tuple(kinds + ["wo", "ffn_norm", "w1", "w2", "w3"])
 
 
 class LegacySource:
@@ -162,6 +175,11 @@ def open_llama2c(path):
                 "legacy or --version 1 checkpoint instead")
         raise ConvertError(f"{path}: llama2.c export version {version} is not supported "
                            "(only the legacy format and version 1 are)")
+    # The legacy format has no magic number: a text file (or any file that
+    # starts with text) would read as absurd sizes. Say what it is instead.
+    if len(head) >= 28 and all(32 <= b < 127 or b in b"\t\n\r" for b in head[:28]):
+        raise ConvertError(f"{path}: not a model file (it starts with text: {head[:28].decode()!r}); "
+                           "expected a llama2.c checkpoint, a GGUF file or a Hugging Face folder")
     return LegacySource(path, head)
 
 
@@ -273,15 +291,33 @@ def hf_config(folder):
     except ValueError as e:
         raise ConvertError(f"{path}: bad JSON: {e}")
     unsupported = []
-    if c.get("model_type") != "llama":
-        unsupported.append(f"model_type {c.get('model_type')!r} (only 'llama')")
-    for key in ("attention_bias", "mlp_bias"):
-        if c.get(key):
-            unsupported.append(f"{key}=true (no biases)")
-    if c.get("sliding_window") is not None:
+    mt = c.get("model_type")
+    if mt not in HF_ARCHS:
+        unsupported.append(f"model_type {mt!r} (only {', '.join(repr(a) for a in HF_ARCHS)})")
+    if c.get("mlp_bias"):
+        unsupported.append("mlp_bias=true (biases on q/k/v only, Qwen2's)")
+    if c.get("attention_bias") and mt != "qwen2":
+        unsupported.append(f"attention_bias=true for model_type {mt!r} (q/k/v biases are Qwen2's)")
+    window = c.get("use_sliding_window", True) if mt in ("qwen2", "qwen3") else True
+    if c.get("sliding_window") is not None and window:
         unsupported.append(f"sliding_window={c['sliding_window']} (full attention only)")
-    if c.get("rope_scaling") is not None:
-        unsupported.append(f"rope_scaling={json.dumps(c['rope_scaling'])} (plain RoPE only)")
+    if c.get("num_experts") or c.get("num_local_experts"):
+        unsupported.append("mixture of experts (num_experts)")
+    scaling = c.get("rope_scaling")
+    rope = {}
+    if scaling is not None:
+        kind = scaling.get("rope_type", scaling.get("type")) if isinstance(scaling, dict) else None
+        if kind != "llama3":
+            unsupported.append(f"rope_scaling={json.dumps(scaling)} (plain RoPE and 'llama3' only)")
+        else:
+            try:
+                rope = dict(version=mlb.VERSION_2, rope_scaling=mlb.ROPE_LLAMA3,
+                            rope_factor=float(scaling["factor"]),
+                            rope_low_freq_factor=float(scaling["low_freq_factor"]),
+                            rope_high_freq_factor=float(scaling["high_freq_factor"]),
+                            rope_orig_max_seq=int(scaling["original_max_position_embeddings"]))
+            except (KeyError, TypeError, ValueError) as e:
+                unsupported.append(f"rope_scaling {json.dumps(scaling)}: {e}")
     if c.get("hidden_act", "silu") != "silu":
         unsupported.append(f"hidden_act {c['hidden_act']!r} (only 'silu')")
     try:
@@ -300,11 +336,16 @@ def hf_config(folder):
         raise ConvertError(f"{path}: missing field {e}")
     except (TypeError, ValueError, OverflowError, ZeroDivisionError) as e:
         raise ConvertError(f"{path}: a field is not a number of the expected kind ({e})")
-    if head_dim * n_heads != dim:
-        unsupported.append(f"head_dim {head_dim} * num_attention_heads {n_heads} != "
-                           f"hidden_size {dim}")
+    flags = HF_ARCHS.get(mt, 0)
+    cfg.update(rope)
+    if flags or head_dim * n_heads != dim:
+        cfg.update(version=mlb.VERSION_2, flags=flags, head_dim=0 if head_dim * n_heads == dim else head_dim)
     if unsupported:
         raise ConvertError(f"{path}: unsupported config: " + "; ".join(unsupported))
+    cfg["model_type"] = mt
+    for k in ("bos", "eos"):
+        v = c.get(k + "_token_id")
+        cfg["_" + k] = v if isinstance(v, int) else -1
     return cfg
 
 
@@ -312,30 +353,52 @@ def hf_unpermute(w, n_heads):
     """HF's converter permutes q/k rows so RoPE rotates halves (j, j+hd/2);
     we rotate interleaved pairs (2j, 2j+1): HF row h*hd + p*hd/2 + j is our
     row h*hd + 2j + p."""
-    rows, cols = w.shape
-    hd = rows // n_heads
-    return w.reshape(n_heads, 2, hd // 2, cols).transpose(0, 2, 1, 3).reshape(rows, cols)
+    return gguf_in.neox_to_pairs(w, n_heads)  # also a bias or a head norm (1-D)
+
+
+HF_ARCHS = {"llama": 0, "qwen2": mlb.FLAG_QKV_BIAS, "qwen3": mlb.FLAG_QK_NORM}
 
 
 class HFSource:
-    what = "Hugging Face Llama folder"
+    what = "Hugging Face folder"
     NAMES = dict(attn_norm="input_layernorm", ffn_norm="post_attention_layernorm",
                  wq="self_attn.q_proj", wk="self_attn.k_proj", wv="self_attn.v_proj",
                  wo="self_attn.o_proj", w1="mlp.gate_proj", w2="mlp.down_proj",
-                 w3="mlp.up_proj")
+                 w3="mlp.up_proj", q_norm="self_attn.q_norm", k_norm="self_attn.k_norm")
+    BIASES = dict(bq="self_attn.q_proj", bk="self_attn.k_proj", bv="self_attn.v_proj")
 
-    def __init__(self, folder):
+    def __init__(self, folder, with_tokenizer=True):
         c = hf_config(folder)
+        self.what = f"Hugging Face {c.pop('model_type')} folder"
+        bos, eos = c.pop("_bos"), c.pop("_eos")
         self.st = SafetensorsIndex(safetensors_files(folder))
         shared = c.pop("tie") or "lm_head.weight" not in self.st
         self.cfg = dict(c, shared_classifier=int(shared))
         check_config(self.cfg, folder)
-        biases = [n for n in self.st.names() if n.endswith(".bias")]
+        self.tokenizer, self.embedded, self.special, self.chat_template = None, None, {}, b""
+        if with_tokenizer:
+            self._tokenizer(folder, bos, eos)
+        known = {name for _, _, name, _ in self._plan()}
+        biases = [n for n in self.st.names() if n.endswith(".bias") and n not in known]
         if biases:
-            raise ConvertError(f"{folder}: bias tensors are not supported ({biases[0]}, ...)")
+            raise ConvertError(f"{folder}: bias tensors are not supported here ({biases[0]}, ...; "
+                               "the format holds Qwen2's q/k/v biases only)")
         # Check every tensor's presence, dtype and shape before writing.
         for kind, layer, name, shape in self._plan():
             self.st.check(name, shape)
+        # Its SentencePiece tokenizer.model, written beside the model as a
+        # tokenizer.bin and embedded in it (one-file model).
+        sp = os.path.join(folder, "tokenizer.model")
+        if not with_tokenizer:
+            pass
+        elif os.path.isfile(sp):
+            self.tokenizer = sp_model.tokenizer_bin(sp, self.cfg["vocab"])
+            if self.embedded is None:
+                self.embedded = self.tokenizer
+                self.special = dict(bos=1, eos=2, eot=-1, add_bos=1)
+        elif self.embedded is None:
+            print(f"convert: note: {folder} has no tokenizer.model, so no tokenizer.bin is written; "
+                  "ml_run -z needs the model's llama2.c tokenizer.bin")
 
     def _plan(self):
         c = self.cfg
@@ -343,8 +406,9 @@ class HFSource:
         shapes = per_layer_shapes(c)
         yield "tok_emb", None, "model.embed_tokens.weight", (vocab, dim)
         for l in range(c["n_layers"]):
-            for k in LAYER_KINDS:
-                yield k, l, f"model.layers.{l}.{self.NAMES[k]}.weight", shapes[k]
+            for k in layer_kinds(c):
+                suffix = "bias" if k in self.BIASES else "weight"
+                yield k, l, f"model.layers.{l}.{(self.BIASES.get(k) or self.NAMES[k])}.{suffix}", shapes[k]
         yield "final_norm", None, "model.norm.weight", (dim,)
         if not c["shared_classifier"]:
             yield "wcls", None, "lm_head.weight", (vocab, dim)
@@ -353,12 +417,42 @@ class HFSource:
         for k, l, name, shape in self._plan():
             if k == kind and l == layer:
                 x = self.st.load(name, shape)
-                if kind == "wq":
+                if kind in ("wq", "bq"):
                     x = hf_unpermute(x, self.cfg["n_heads"])
-                elif kind == "wk":
+                elif kind in ("wk", "bk"):
                     x = hf_unpermute(x, self.cfg["n_kv_heads"])
+                elif kind in ("q_norm", "k_norm"):
+                    x = hf_unpermute(x, 1)
                 return x
         raise KeyError(kind)
+
+    def _tokenizer(self, folder, bos, eos):
+        """A byte-level BPE tokenizer.json (GPT-2 style: a ByteLevel
+        pre-tokenizer or decoder) becomes the embedded BPE file of
+        tools/tokfile.py; other vocabularies are not embedded (-z at run)."""
+        path = os.path.join(folder, "tokenizer.json")
+        try:
+            with open(path, encoding="utf-8") as f:
+                tj = json.load(f)
+        except FileNotFoundError:
+            return
+        except ValueError as e:
+            raise ConvertError(f"{path}: bad JSON: {e}")
+        if "ByteLevel" not in json.dumps([tj.get("pre_tokenizer"), tj.get("decoder")]):
+            return
+        try:
+            self.embedded = gguf_in.bpe_bytes(lambda tf: tf.bpe_from_hf(folder), folder)
+        except gguf_in.GGUFError as e:
+            raise ConvertError(str(e))
+        tc = {}
+        try:
+            with open(os.path.join(folder, "tokenizer_config.json"), encoding="utf-8") as f:
+                tc = json.load(f)
+        except (OSError, ValueError):
+            pass
+        tmpl = tc.get("chat_template")
+        self.chat_template = tmpl.encode() if isinstance(tmpl, str) else b""
+        self.special = dict(bos=bos, eos=eos, eot=-1, add_bos=int(bool(tc.get("add_bos_token")) and bos >= 0))
 
 
 # ======================================================== checks, padding
@@ -377,9 +471,12 @@ def check_config(c, where, wtype=mlb.TYPE_Q8_0):
         raise ConvertError(f"{where}: {e}")
     dim, n_heads, n_kv = c["dim"], c["n_heads"], c["n_kv_heads"]
     problem = None
+    own_hd = mlb.v2(c, "version") >= mlb.VERSION_2 and mlb.v2(c, "head_dim")
     if dim % mlb.QK:
         problem = (f"dim {dim} is not a multiple of {mlb.QK}: every matrix is quantized "
                    f"along dim in blocks of {mlb.QK}")
+    elif own_hd:
+        pass  # mlb.check_shape below has head_dim's rules
     elif dim % n_heads:
         problem = f"dim {dim} is not a multiple of n_heads {n_heads}"
     elif (dim // n_heads) % 2:
@@ -423,10 +520,16 @@ def tensor_stream(src, h):
             raise ConvertError(f"{where} contains NaN or Inf")
         return x
 
+    # Progress on a terminal: a line rewritten per layer (a large model takes minutes).
+    tty = sys.stderr.isatty()
     yield "tok_emb", fetch("tok_emb")
     for l in range(h["n_layers"]):
-        for kind in LAYER_KINDS:
+        if tty:
+            print(f"\rconvert: layer {l + 1}/{h['n_layers']} ...", end="", file=sys.stderr, flush=True)
+        for kind in layer_kinds(h):
             yield f"layers.{l}.{kind}", fetch(kind, l)
+    if tty:
+        print("\r\033[K", end="", file=sys.stderr, flush=True)
     yield "final_norm", fetch("final_norm")
     if not h["shared_classifier"]:
         yield "wcls", fetch("wcls")
@@ -469,15 +572,15 @@ class Parser(argparse.ArgumentParser):
         sys.exit(1)
 
 
-def open_source(path):
+def open_source(path, with_tokenizer=True):
     if os.path.isdir(path):
-        return HFSource(path)
+        return HFSource(path, with_tokenizer)
     if not os.path.isfile(path):
         raise ConvertError(f"{path}: no such file or folder")
     with open(path, "rb") as f:
         head = f.read(4)
     if gguf_in.looks_like_gguf(path, head):
-        src = gguf_in.GGUFSource(path)
+        src = gguf_in.GGUFSource(path, with_tokenizer)
         check_config(src.cfg, path)
         return src
     return open_llama2c(path)
@@ -497,17 +600,35 @@ def same_path(a, b):
         return os.path.abspath(a) == os.path.abspath(b)
 
 
-def convert(inp, out, wtype_name, tok_out=None):
+def mlb_version(src, h, asked):
+    """Version 2 when the model needs one of its fields, or when there is a
+    tokenizer to embed (one-file models); version 1 only when asked, and
+    then the model must not need version 2 (ConvertError naming what)."""
+    embedded = getattr(src, "embedded", None)
+    if asked == 1:
+        if mlb.v2(h, "version") >= mlb.VERSION_2:
+            need = [k for k in ("head_dim", "flags", "rope_scaling") if mlb.v2(h, k)]
+            raise ConvertError(f"--mlb-version 1: this model needs version 2 (its {', '.join(need)})")
+        return dict(h, version=mlb.VERSION)
+    if mlb.v2(h, "version") < mlb.VERSION_2 and not embedded and asked != 2:
+        return h
+    h = dict(h, version=mlb.VERSION_2, tokenizer=embedded or b"",
+             chat_template=getattr(src, "chat_template", b"") if embedded else b"")
+    h.update(getattr(src, "special", None) or {})
+    return h
+
+
+def convert(inp, out, wtype_name, tok_out=None, asked_version=None, with_tokenizer=True):
     named_tok = tok_out is not None
     # Before any work: no output is the input (by device and inode).
     inputs = [("the input", inp)]
     outfile.check_not_input("the output", out, inputs)
     if named_tok:
         outfile.check_not_input("--tokenizer", tok_out, inputs)
-    src = open_source(inp)
+    src = open_source(inp, with_tokenizer)
     tokenizer = getattr(src, "tokenizer", None)
     if named_tok and tokenizer is None:
-        raise ConvertError(f"--tokenizer: {inp} has no tokenizer to write (only GGUF files do)")
+        raise ConvertError(f"--tokenizer: {inp} has no tokenizer to write (only GGUF files and Hugging Face folders with a tokenizer.model have one)")
     tok_out = tok_out or tokenizer_path(out)
     if tokenizer is not None:
         if same_path(tok_out, out):
@@ -527,6 +648,11 @@ def convert(inp, out, wtype_name, tok_out=None):
               f"zero-padding to {h['hidden_dim']} (w1/w3 gain zero rows, w2 zero columns; "
               "exact since silu(0)*0 = 0)")
     check_config(c, inp, h["wtype"])
+    h = mlb_version(src, h, asked_version)
+    try:
+        mlb.check_shape(h)
+    except mlb.MlbError as e:
+        raise ConvertError(f"{inp}: {e}")
     stats = ErrorStats(h["wtype"], c["hidden_dim"], h["hidden_dim"])
     # Both files complete in temporaries, then both renamed: each target
     # holds its old content or the new one, never a part.
@@ -561,23 +687,36 @@ def convert(inp, out, wtype_name, tok_out=None):
     print(f"  wtype {mlb.WTYPE_NAMES[h['wtype']]}, file {size} bytes")
     if tokenizer is not None:
         print(f"  tokenizer ({c['vocab']} pieces, llama2.c format) -> {tok_out}")
+    if mlb.v2(h, "version") >= mlb.VERSION_2:
+        kind = "none" if not h["tokenizer"] else "llama2.c" if tokenizer is not None else "BPE"
+        print(f"  .mlb version 2: head_dim {mlb.head_dim(h)}, flags {mlb.v2(h, 'flags')}, rope_scaling "
+              f"{mlb.v2(h, 'rope_scaling')}, embedded tokenizer {kind} ({len(h['tokenizer'])} bytes), "
+              f"chat template {len(h['chat_template'])} bytes, bos {mlb.v2(h, 'bos')} eos "
+              f"{mlb.v2(h, 'eos')} eot {mlb.v2(h, 'eot')} add_bos {mlb.v2(h, 'add_bos')}")
 
 
 def main(argv=None):
     ap = Parser(prog="convert", description=__doc__.split("\n\n")[0])
-    ap.add_argument("input", help="llama2.c .bin (legacy or v1), Hugging Face Llama folder, "
-                    "or Llama GGUF file")
+    ap.add_argument("input", help="llama2.c .bin (legacy or v1), Hugging Face folder or GGUF "
+                    "file (Llama, Qwen2, Qwen3)")
     ap.add_argument("output", help="output .mlb file")
     ap.add_argument("--wtype", type=str.lower, choices=sorted(mlb.WTYPES),
                     help="weight type (default q8_0; for a GGUF file whose matrices are Q4_0 "
                     "and none Q8_0, q4_0)")
     ap.add_argument("--tokenizer", metavar="OUT.bin",
-                    help="GGUF input: where to write its tokenizer (default: OUTPUT with .mlb "
-                    "replaced by .tokenizer.bin)")
+                    help="GGUF or Hugging Face input: where to write its tokenizer (default: "
+                    "OUTPUT with .mlb replaced by .tokenizer.bin)")
+    ap.add_argument("--mlb-version", type=int, choices=(1, 2),
+                    help="1: a version-1 file (no embedded tokenizer; refused for a model that "
+                    "needs version 2); 2: version 2 even without a tokenizer to embed. Default: "
+                    "2 when the model needs it or has a tokenizer to embed, else 1")
+    ap.add_argument("--no-tokenizer", action="store_true",
+                    help="do not read, write or embed the input's tokenizer")
     args = ap.parse_args(argv)
     try:
-        convert(args.input, args.output, args.wtype, args.tokenizer)
-    except (ConvertError, gguf_in.GGUFError, mlb.MlbError, OSError) as e:
+        convert(args.input, args.output, args.wtype, args.tokenizer, args.mlb_version,
+                not args.no_tokenizer)
+    except (ConvertError, gguf_in.GGUFError, mlb.MlbError, sp_model.SPError, OSError) as e:
         print(f"convert: error: {e}", file=sys.stderr)
         return 1
     except MemoryError:

@@ -39,13 +39,24 @@ done
 
 rm -rf "$DIST"
 mkdir -p "$DIST"
+if [ -n "${ML_DIST_ROWS:-}" ]; then
+    kept=()
+    for row in "${rows[@]}"; do
+        IFS='|' read -r arch isa _ <<<"$row"
+        [[ " $ML_DIST_ROWS " == *" $arch/$isa "* ]] && kept+=("$row")
+    done
+    rows=("${kept[@]}")
+fi
+k=0 t0=$SECONDS
 for row in "${rows[@]}"; do
     IFS='|' read -r arch isa margs <<<"$row"
-    if [ -n "${ML_DIST_ROWS:-}" ] && [[ " $ML_DIST_ROWS " != *" $arch/$isa "* ]]; then continue; fi
     args=(ISA="$isa" THREADS=pthread STATIC=1)
     # shellcheck disable=SC2206
     [ -n "$margs" ] && args+=($margs)
-    echo "dist: $arch/$isa (make ${args[*]} progs)"
+    # progress: the build k of N, and the time left from the mean build so far
+    left=""; [ "$k" -gt 0 ] && left="; about $(((SECONDS - t0) * (${#rows[@]} - k) / k / 60 + 1)) min left"
+    k=$((k + 1))
+    echo "dist: $k/${#rows[@]} $arch/$isa (make ${args[*]} progs$left)"
     make -s -j"$JOBS" "${args[@]}" progs
     mkdir -p "$DIST/$arch/$isa"
     # Stripped of symbols (about 10% smaller); the unstripped ones stay in build/.

@@ -32,7 +32,15 @@ DEQUANTIZED = ("F32", "F16", "BF16", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6
 # our tensor kind -> GGUF tensor name stem (llama.cpp's LLM_TENSOR names)
 NAMES = dict(tok_emb="token_embd", final_norm="output_norm", wcls="output",
              attn_norm="attn_norm", wq="attn_q", wk="attn_k", wv="attn_v", wo="attn_output",
-             ffn_norm="ffn_norm", w1="ffn_gate", w2="ffn_down", w3="ffn_up")
+             ffn_norm="ffn_norm", w1="ffn_gate", w2="ffn_down", w3="ffn_up",
+             q_norm="attn_q_norm", k_norm="attn_k_norm")
+BIASES = dict(bq="attn_q", bk="attn_k", bv="attn_v")  # -> blk.N.attn_q.bias
+# general.architecture -> the .mlb flags it needs; qwen2/qwen3 rotate halves
+# (GPT-NeoX style), permuted here into our interleaved pairs.
+ARCHS = {"llama": 0, "qwen2": mlb.FLAG_QKV_BIAS, "qwen3": mlb.FLAG_QK_NORM}
+NEOX = ("qwen2", "qwen3")
+# Llama 3's rope_scaling values besides the factor (every Llama 3.1/3.2 config).
+LLAMA3_LOW, LLAMA3_HIGH, LLAMA3_ORIG = 1.0, 4.0, 8192
 SPACE = "\u2581".encode()   # SentencePiece's visible space
 TOKEN_BYTE = 6              # tokenizer.ggml.token_type of "<0xNN>" byte-fallback pieces
 _MISSING = object()
@@ -50,8 +58,41 @@ def gguf_name(plan_name):
     """mlb.tensor_plan name -> GGUF name: layers.3.wq -> blk.3.attn_q.weight."""
     parts = plan_name.split(".")
     if len(parts) == 3:
+        if parts[2] in BIASES:
+            return f"blk.{parts[1]}.{BIASES[parts[2]]}.bias"
         return f"blk.{parts[1]}.{NAMES[parts[2]]}.weight"
     return f"{NAMES[plan_name]}.weight"
+
+
+def neox_to_pairs(x, n_heads):
+    """Rows (or entries of a vector) of n_heads heads from GPT-NeoX's
+    rotate-halves order (j, j+hd/2) to our interleaved pairs (2j, 2j+1):
+    row h*hd + p*hd/2 + j goes to h*hd + 2j + p. A Quantized matrix keeps
+    its blocks (they run along the columns): lossless."""
+    def perm(a):
+        rows = a.shape[0]
+        hd = rows // n_heads
+        return a.reshape(n_heads, 2, hd // 2, -1).transpose(0, 2, 1, 3).reshape(a.shape)
+    if isinstance(x, mlb.Quantized):
+        return mlb.Quantized(x.wtype, perm(x.q), perm(x.d))
+    return perm(np.asarray(x))
+
+
+def llama3_factors(theta, hd, factor, low=LLAMA3_LOW, high=LLAMA3_HIGH, orig=LLAMA3_ORIG):
+    """The per-frequency divisors of Llama 3's rope scaling (what GGUF's
+    rope_freqs.weight holds): 1 for short wavelengths, factor for long
+    ones, blended between."""
+    out = []
+    for i in range(hd // 2):
+        wavelen = 2 * np.pi * theta ** (2 * i / hd)
+        if wavelen < orig / high:
+            out.append(1.0)
+        elif wavelen > orig / low:
+            out.append(factor)
+        else:
+            smooth = (orig / wavelen - low) / (high - low)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(out, np.float32)
 
 
 def _import_gguf(path):
@@ -85,7 +126,7 @@ class GGUFSource:
     before the converter writes anything."""
     error_base = "the GGUF's dequantized values"
 
-    def __init__(self, path):
+    def __init__(self, path, with_tokenizer=True):
         self.path = path
         version = _check_head(path)
         self.gguf = _import_gguf(path)
@@ -96,12 +137,22 @@ class GGUFSource:
                             f"{type(e).__name__}: {e}")
         self.cfg = self._config()
         self.tensors = self._check_tensors()
-        self.tokenizer = self._tokenizer()
+        # tokenizer: a llama2.c tokenizer.bin (SentencePiece vocabularies) or
+        # None; embedded: the bytes a .mlb version 2 carries (that file, or
+        # the BPE tokenizer file of tools/tokfile.py); special: the header's
+        # ids; chat_template: UTF-8 bytes or b"".
+        self.tokenizer = self.embedded = None
+        self.special, self.chat_template = {}, b""
+        if with_tokenizer:
+            self.tokenizer = self._tokenizer()
+            self.special = self._special_ids()
+            tmpl = self._get("tokenizer.chat_template", "")
+            self.chat_template = tmpl.encode() if isinstance(tmpl, str) else b""
         counts = {}
         for t in self.tensors.values():
             counts[t.tensor_type.name] = counts.get(t.tensor_type.name, 0) + 1
         types = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
-        self.what = f"GGUF v{version}, Llama; tensors: {types}"
+        self.what = f"GGUF v{version}, {self.arch}; tensors: {types}"
         # The output keeps the file's own 4-bit blocks when it has no 8-bit ones.
         self.native_wtype = "q4_0" if "Q4_0" in counts and "Q8_0" not in counts else None
         self.keep_wtype = None   # set by the converter: blocks of this type are copied
@@ -132,9 +183,11 @@ class GGUFSource:
 
     def _config(self):
         arch = self._get("general.architecture")
-        if arch != "llama":
-            raise GGUFError(f"{self.path}: architecture {arch!r} is not supported (only 'llama')")
-        a = "llama."
+        if arch not in ARCHS:
+            raise GGUFError(f"{self.path}: architecture {arch!r} is not supported (only "
+                            f"{', '.join(repr(a) for a in ARCHS)})")
+        self.arch = arch
+        a = arch + "."
         ints = dict(dim="embedding_length", hidden_dim="feed_forward_length",
                     n_layers="block_count", n_heads="attention.head_count",
                     max_seq="context_length")
@@ -152,8 +205,10 @@ class GGUFSource:
                 raise GGUFError(f"{self.path}: {a}{keys[k]} = {cfg[k]}: the runtime's {k} is {lo}..{hi}")
         cfg.update(rope_theta=self._float(a + "rope.freq_base", 10000.0),
                    norm_eps=self._float(a + "attention.layer_norm_rms_epsilon"))
-        head_dim = cfg["dim"] // cfg["n_heads"]
+        head_dim = self._int(a + "attention.key_length", cfg["dim"] // cfg["n_heads"])
         unsupported = []
+        if self._get(a + "attention.sliding_window", None) is not None:
+            unsupported.append(f"{a}attention.sliding_window (sliding-window attention)")
         if self._int(a + "expert_count", 0) > 0:
             unsupported.append(f"{a}expert_count = {self._int(a + 'expert_count')} "
                                "(mixture of experts)")
@@ -163,16 +218,20 @@ class GGUFSource:
                                f"(head_dim is {head_dim}; RoPE must rotate all of it)")
         scaling = self._get(a + "rope.scaling.type", "none")
         factor = self._float(a + "rope.scaling.factor", 1.0)
-        if scaling != "none" or factor not in (0.0, 1.0):
+        if scaling not in ("none", "llama3") or (scaling == "none" and factor not in (0.0, 1.0)):
             unsupported.append(f"rope scaling (type {scaling!r}, factor {factor:g}; "
-                               "plain RoPE only)")
-        for key in ("attention.key_length", "attention.value_length"):
-            n = self._int(a + key, head_dim)
-            if n != head_dim:
-                unsupported.append(f"{a}{key} = {n} (head_dim is embedding_length / "
-                                   f"head_count = {head_dim})")
+                               "plain RoPE and Llama 3's only)")
+        n = self._int(a + "attention.value_length", head_dim)
+        if n != head_dim:
+            unsupported.append(f"{a}attention.value_length = {n} (the key length is {head_dim})")
+        if head_dim % 2 or head_dim <= 0:
+            unsupported.append(f"{a}attention.key_length = {head_dim} (RoPE rotates pairs)")
         if unsupported:
             raise GGUFError(f"{self.path}: unsupported: " + "; ".join(unsupported))
+        flags = ARCHS[arch]
+        if flags or head_dim != cfg["dim"] // cfg["n_heads"] or cfg["dim"] % cfg["n_heads"]:
+            cfg.update(version=mlb.VERSION_2, flags=flags,
+                       head_dim=0 if head_dim * cfg["n_heads"] == cfg["dim"] else head_dim)
         return cfg
 
     # ---------------------------------------------------------- tensors
@@ -213,16 +272,44 @@ class GGUFSource:
             if len(shape) == 1 and kind != "F32":
                 raise GGUFError(f"{self.path}: norm {gname} has type {kind}, expected F32")
             out[name] = t
+        freqs = by_name.pop("rope_freqs.weight", None)
+        if freqs is not None:
+            self._llama3(freqs)
         if by_name:
             extra = sorted(by_name)
-            hint = " (rope_freqs: RoPE scaling factors, not supported)" \
-                if "rope_freqs.weight" in by_name else ""
             raise GGUFError(f"{self.path}: unexpected tensors {', '.join(extra[:4])}"
-                            f"{', ...' if len(extra) > 4 else ''}{hint}: a Llama without "
-                            "biases has none")
+                            f"{', ...' if len(extra) > 4 else ''}: the format holds no "
+                            f"such tensor for architecture {self.arch!r} (biases elsewhere, MoE, ...)")
         return out
 
+    def _llama3(self, t):
+        """rope_freqs.weight: Llama 3's rope scaling, as llama.cpp's converter
+        computes it from the HF config; the header stores the parameters,
+        recovered here (factor = the largest divisor, low/high/orig Llama
+        3's) and checked against every entry."""
+        hd = mlb.head_dim(self.cfg)
+        got = np.asarray(self.gguf.dequantize(t.data, t.tensor_type), np.float32).reshape(-1)
+        if self.arch != "llama" or got.size != hd // 2:
+            raise GGUFError(f"{self.path}: rope_freqs.weight of {got.size} entries for "
+                            f"architecture {self.arch!r} (expected Llama 3's, {hd // 2})")
+        factor = float(got.max())
+        want = llama3_factors(self.cfg["rope_theta"], hd, factor)
+        if not (factor > 1 and np.isfinite(factor) and np.allclose(got, want, rtol=1e-5, atol=0)):
+            raise GGUFError(f"{self.path}: rope_freqs: RoPE scaling factors that are not Llama 3's "
+                            f"(factor {factor:g}, low/high frequency factors {LLAMA3_LOW:g}/"
+                            f"{LLAMA3_HIGH:g}, original context {LLAMA3_ORIG}): another rope type")
+        self.cfg.update(version=mlb.VERSION_2, rope_scaling=mlb.ROPE_LLAMA3, rope_factor=factor,
+                        rope_low_freq_factor=LLAMA3_LOW, rope_high_freq_factor=LLAMA3_HIGH,
+                        rope_orig_max_seq=LLAMA3_ORIG)
+
     def tensor(self, kind, layer=None):
+        x = self._tensor(kind, layer)
+        if self.arch in NEOX and kind in ("wq", "bq", "wk", "bk", "q_norm", "k_norm"):
+            x = neox_to_pairs(x, 1 if kind.endswith("norm") else
+                              self.cfg["n_heads"] if kind in ("wq", "bq") else self.cfg["n_kv_heads"])
+        return x
+
+    def _tensor(self, kind, layer=None):
         name = kind if layer is None else f"layers.{layer}.{kind}"
         t = self.tensors[name]
         wtype = LOSSLESS.get(t.tensor_type.name)
@@ -253,14 +340,28 @@ class GGUFSource:
         return mlb.Quantized(wtype, q, d)
 
     # ---------------------------------------------------------- tokenizer
+    def _special_ids(self):
+        t = "tokenizer.ggml."
+        if self.tokenizer is not None:  # llama2.c's fixed ids (model/tokenizer.h)
+            bos, eos, add_bos = 1, 2, 1
+        else:
+            bos, eos = self._int(t + "bos_token_id", -1), self._int(t + "eos_token_id", -1)
+            add_bos = int(bool(self._get(t + "add_bos_token", False)))
+        return dict(bos=bos, eos=eos, eot=self._int(t + "eot_token_id", -1), add_bos=add_bos)
+
     def _tokenizer(self):
         """llama2.c tokenizer.bin bytes, as llama2.c's tokenizer.py exports a
-        SentencePiece model: U+2581 -> ' ', BOS "\\n<s>\\n", EOS "\\n</s>\\n"."""
+        SentencePiece model: U+2581 -> ' ', BOS "\\n<s>\\n", EOS "\\n</s>\\n";
+        None for a BPE vocabulary (model 'gpt2'), whose file tools/tokfile.py
+        writes into self.embedded."""
         t = "tokenizer.ggml."
         model = self._get(t + "model")
+        if model == "gpt2":
+            self.embedded = bpe_bytes(lambda tf: tf.bpe_from_gguf(self.reader), self.path)
+            return None
         if model != "llama":
             raise GGUFError(f"{self.path}: tokenizer model {model!r} is not supported (only "
-                            "'llama', SentencePiece: the llama2.c tokenizer)")
+                            "'llama', SentencePiece, and 'gpt2', byte-level BPE)")
         field = self.reader.get_field(t + "tokens")
         if field is None:
             raise GGUFError(f"{self.path}: metadata key {t}tokens is missing")
@@ -275,9 +376,9 @@ class GGUFSource:
         if n != self.cfg["vocab"]:
             raise GGUFError(f"{self.path}: {n} tokens, but token_embd.weight has "
                             f"{self.cfg['vocab']} rows")
-        vocab_key = self._int("llama.vocab_size", n)
+        vocab_key = self._int(self.arch + ".vocab_size", n)
         if vocab_key != n:
-            raise GGUFError(f"{self.path}: llama.vocab_size = {vocab_key}, but {n} tokens")
+            raise GGUFError(f"{self.path}: {self.arch}.vocab_size = {vocab_key}, but {n} tokens")
         if not self._get(t + "add_space_prefix", True):
             raise GGUFError(f"{self.path}: {t}add_space_prefix is false; the llama2.c "
                             "tokenizer always adds the leading space")
@@ -297,4 +398,17 @@ class GGUFSource:
             if not np.isfinite(score):
                 raise GGUFError(f"{self.path}: token {i} has score {score}")
             pieces.append((piece, score))
-        return mlb.tokenizer_bytes(pieces)
+        self.embedded = mlb.tokenizer_bytes(pieces)
+        return self.embedded
+
+
+def bpe_bytes(build, path):
+    """The BPE tokenizer file of tools/tokfile.py (h-bpe's writer): build(tokfile)
+    returns its tokenizer object, whose to_bytes() is the file."""
+    try:
+        import tokfile
+    except ImportError:
+        raise GGUFError(f"{path}: a byte-level BPE vocabulary: writing it needs tools/tokfile.py "
+                        "(the BPE tokenizer file), which this tree does not have yet; "
+                        "--no-tokenizer converts the model without it")
+    return build(tokfile).to_bytes()

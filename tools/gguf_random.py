@@ -31,11 +31,20 @@ _SHAPE_FIELDS = ("dim", "n_layers", "n_heads", "n_kv_heads", "hidden_dim", "voca
 def bench_shapes(header=os.path.join(ROOT, "app", "bench_shapes.h")):
     """{name: our header fields} of ml_bench's --shape table, read from its
     C source so the two engines always get the same shapes."""
-    rows = re.findall(r'\{"(\w+)",((?:\s*\d+,?){8})\}', open(header).read())
+    # the Llama-2-vocabulary rows (version 1: their head_dim, flags, llama3 are 0);
+    # today's models (names with '-' and '.') are REAL's, below
+    rows = re.findall(r'\{"(\w+)",((?:\s*\d+,?){8})(?:\s*0,\s*0,\s*0)?\}', open(header).read())
     if not rows:
         raise ValueError(f"{header}: no shape rows found")
     return {name: dict(zip(_SHAPE_FIELDS, (int(v) for v in nums.split(","))))
             for name, nums in rows}
+
+
+def all_shapes():
+    """bench_shapes() and today's models (REAL), {name: our header fields}."""
+    out = bench_shapes()
+    out.update({name: dict(shape, max_seq=2048) for name, (_, shape, _) in REAL.items()})
+    return out
 
 
 def write_f32(path, cfg, tokenizer=TOKENIZER, seed=1):
@@ -57,7 +66,7 @@ def write_f32(path, cfg, tokenizer=TOKENIZER, seed=1):
 
 
 def f32_bytes(cfg):
-    return sum(4 * int(np.prod(shape)) for _, shape in mlb.tensor_plan(cfg))
+    return sum(4 * int(np.prod(shape)) for _, shape in mlb.tensor_plan(cfg))  # (v1 plan: near enough)
 
 
 def model_files(shape, cfg, quantize_bin, folder, log):
@@ -75,7 +84,11 @@ def model_files(shape, cfg, quantize_bin, folder, log):
     f32 = os.path.join(folder, f"{shape}-F32.gguf")
     log(f"writing {f32} ({f32_bytes(cfg) / 1e9:.2f} GB of random F32 weights)")
     try:
-        write_f32(f32 + ".part", cfg)
+        if shape in REAL:  # today's families: their architecture and a made-up vocabulary
+            fam, real, hd = REAL[shape]
+            write_family(f32 + ".part", fam, dict(real, max_seq=cfg["max_seq"]), hd)
+        else:
+            write_f32(f32 + ".part", cfg)
         os.replace(f32 + ".part", f32)
         for t in missing:
             log(f"llama-quantize --pure {os.path.basename(f32)} -> {GGUF_TYPES[t]}")
@@ -89,3 +102,140 @@ def model_files(shape, cfg, quantize_bin, folder, log):
             if os.path.exists(p):
                 os.remove(p)
     return out
+
+
+# ======================================================== today's families
+# Random-weight GGUF files of the architectures convert.py imports besides
+# llama2.c's Llama: Llama 3 (rope_freqs: Llama 3's scaling), Qwen2 (q/k/v
+# biases) and Qwen3 (q/k norms, head_dim != dim / n_heads), at a tiny shape
+# (tests: tests/test_arch.py, tests/test_arch.sh) and at the real shapes of
+# ml_bench --shape. Qwen's q/k rows are in GPT-NeoX order (rotate halves), as
+# llama.cpp's converter stores them; Llama's in interleaved pairs. The
+# vocabulary is a SentencePiece-like one made here (bytes, ASCII, a few
+# pairs, fillers), so the files need no folder of real models.
+FAMILIES = {
+    "llama3": dict(arch="llama", rope_theta=500000.0, norm_eps=1e-5, rope_factor=32.0),
+    "qwen2": dict(arch="qwen2", rope_theta=1000000.0, norm_eps=1e-6, flags=mlb.FLAG_QKV_BIAS),
+    "qwen3": dict(arch="qwen3", rope_theta=1000000.0, norm_eps=1e-6, flags=mlb.FLAG_QK_NORM),
+}
+# tiny shapes: fast everywhere (qemu rows too); qwen3's head_dim 32 with dim 64 and 4 heads
+TINY = dict(dim=64, n_layers=2, n_heads=4, n_kv_heads=2, hidden_dim=160, vocab=384, max_seq=128,
+            shared_classifier=1)
+TINY_HEAD_DIM = {"qwen3": 32}
+# the real shapes (ml_bench --shape, app/bench_shapes.h): family, shape fields, head_dim
+REAL = {
+    "smollm2-135m": ("llama", dict(dim=576, n_layers=30, n_heads=9, n_kv_heads=3, hidden_dim=1536,
+                                   vocab=49152, max_seq=8192, shared_classifier=1), 0),
+    "qwen2.5-0.5b": ("qwen2", dict(dim=896, n_layers=24, n_heads=14, n_kv_heads=2, hidden_dim=4864,
+                                   vocab=151936, max_seq=32768, shared_classifier=1), 0),
+    "qwen3-0.6b": ("qwen3", dict(dim=1024, n_layers=28, n_heads=16, n_kv_heads=8, hidden_dim=3072,
+                                 vocab=151936, max_seq=40960, shared_classifier=1), 128),
+    "llama3.2-1b": ("llama3", dict(dim=2048, n_layers=16, n_heads=32, n_kv_heads=8, hidden_dim=8192,
+                                   vocab=128256, max_seq=131072, shared_classifier=1), 0),
+}
+FAMILIES["llama"] = dict(arch="llama", rope_theta=100000.0, norm_eps=1e-5)  # SmolLM2: plain Llama
+
+
+def synth_pieces(vocab):
+    """[(piece bytes, score)]: <unk>, BOS, EOS (llama2.c's spelling), the 256
+    byte-fallback pieces, printable ASCII, " x" and a few pairs, then
+    fillers; scores favour the earlier merges."""
+    pieces = [b"<unk>", b"\n<s>\n", b"\n</s>\n"] + [b"<0x%02X>" % i for i in range(256)]
+    pieces += [bytes([c]) for c in range(32, 127)]
+    pieces += [b" " + bytes([c]) for c in range(97, 123)]
+    pieces += [a + b for a in (b"t", b"h", b"e", b"a", b"n", b"o", b"s", b"r")
+               for b in (b"h", b"e", b"a", b"n", b"o", b"s", b"r", b"t")]
+    pieces += [b"<t%d>" % i for i in range(max(0, vocab - len(pieces)))]
+    return [(p, 0.0 if i < 3 + 256 else -float(i)) for i, p in enumerate(pieces[:vocab])]
+
+
+def family_header(family, shape, head_dim=0):
+    """Our header fields for family at shape (a dict of TINY's keys)."""
+    f = FAMILIES[family]
+    h = dict(shape, rope_theta=f["rope_theta"], norm_eps=f["norm_eps"], version=mlb.VERSION_2,
+             flags=f.get("flags", 0), head_dim=head_dim)
+    return h
+
+
+def family_meta(family, h, vocab):
+    import gguf
+    V = gguf.GGUFValueType
+    f = FAMILIES[family]
+    a = f["arch"] + "."
+    hd = mlb.head_dim(h)
+    u32 = lambda v: (v, V.UINT32, None)  # noqa: E731
+    tokens, scores, types = vocab
+    meta = {"general.architecture": (f["arch"], V.STRING, None),
+            a + "context_length": u32(h["max_seq"]), a + "embedding_length": u32(h["dim"]),
+            a + "block_count": u32(h["n_layers"]), a + "feed_forward_length": u32(h["hidden_dim"]),
+            a + "attention.head_count": u32(h["n_heads"]),
+            a + "attention.head_count_kv": u32(h["n_kv_heads"]),
+            a + "attention.layer_norm_rms_epsilon": (f["norm_eps"], V.FLOAT32, None),
+            a + "rope.freq_base": (f["rope_theta"], V.FLOAT32, None),
+            a + "rope.dimension_count": u32(hd),
+            "tokenizer.ggml.model": ("llama", V.STRING, None),
+            "tokenizer.ggml.tokens": (tokens, V.ARRAY, V.STRING),
+            "tokenizer.ggml.scores": (scores, V.ARRAY, V.FLOAT32),
+            "tokenizer.ggml.token_type": (types, V.ARRAY, V.INT32),
+            "tokenizer.ggml.unknown_token_id": u32(0), "tokenizer.ggml.bos_token_id": u32(1),
+            "tokenizer.ggml.eos_token_id": u32(2),
+            "tokenizer.chat_template": ("{% for m in messages %}{{ m['content'] }}{% endfor %}",
+                                        V.STRING, None)}
+    if hd * h["n_heads"] != h["dim"]:
+        meta[a + "attention.key_length"] = u32(hd)
+        meta[a + "attention.value_length"] = u32(hd)
+    return meta
+
+
+def write_family(path, family, shape=None, head_dim=None, seed=7, qtype="f32"):
+    """A random-weight GGUF of family ("llama3", "qwen2", "qwen3", "llama")
+    at shape (default TINY), deterministic for a seed. Matrices normal /
+    sqrt(cols), in F32 or (qtype "q8_0") quantized by the gguf package;
+    norms in [0.8, 1.2), biases normal * 0.5, F32."""
+    shape = shape or TINY
+    hd = TINY_HEAD_DIM.get(family, 0) if head_dim is None else head_dim
+    h = family_header(family, shape, hd)
+    rng = np.random.default_rng(seed)
+
+    def tensor(name, shape):
+        if len(shape) == 2:
+            return lambda: rng.standard_normal(shape, dtype=np.float32) * np.float32(shape[1] ** -0.5)
+        if name.split(".")[-1] in ("bq", "bk", "bv"):
+            return lambda: rng.standard_normal(shape, dtype=np.float32) * np.float32(0.5)
+        return lambda: rng.uniform(0.8, 1.2, shape).astype(np.float32)
+
+    tensors = {gguf_in.gguf_name(name): gguf_out.Deferred(shape, tensor(name, shape))
+               for name, shape in mlb.tensor_plan(h)}
+    if qtype == "q8_0":
+        import gguf
+        Q8 = gguf.GGMLQuantizationType.Q8_0
+        tensors = {n: (gguf.quants.quantize(x.make(), Q8), Q8) if len(x.shape) == 2 else x
+                   for n, x in tensors.items()}
+    f = FAMILIES[family]
+    if "rope_factor" in f:
+        factors = gguf_in.llama3_factors(f["rope_theta"], mlb.head_dim(h), f["rope_factor"])
+        tensors["rope_freqs.weight"] = factors
+    meta = family_meta(family, h, gguf_out.gguf_vocab(synth_pieces(h["vocab"])))
+    gguf_out.write_gguf(path, meta, tensors)
+    return h
+
+
+def main_families(argv=None):
+    import argparse
+    ap = argparse.ArgumentParser(description="random-weight GGUF of a model family")
+    ap.add_argument("family", choices=sorted(FAMILIES) + sorted(REAL))
+    ap.add_argument("out")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--qtype", choices=("f32", "q8_0"), default="f32")
+    a = ap.parse_args(argv)
+    if a.family in REAL:
+        fam, shape, hd = REAL[a.family]
+        write_family(a.out, fam, shape, hd, a.seed, a.qtype)
+    else:
+        write_family(a.out, a.family, seed=a.seed, qtype=a.qtype)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(main_families())

@@ -5,7 +5,7 @@
 # asking the floor build of this architecture (`--cpu-info --json`, one line
 # in a fixed layout: no JSON parser needed) which builds the CPU runs.
 #
-# usage: ./ml [-v] [run | bench | perplexity] [ARGS...]
+# usage: ./ml [-v] [run | bench | perplexity] [ARGS...]   (./ml --help: this usage)
 #          run (the default): ml_run ARGS;  bench: ml_bench;  perplexity: ml_perplexity
 #          -v: say on stderr which binary was picked
 #        ./ml --which [run | bench | perplexity]: print that binary's path and exit
@@ -21,6 +21,23 @@ while [ -L "$self" ]; do
 done
 here=$(CDPATH='' cd -- "$(dirname -- "$self")" && pwd) || exit 1
 
+case ${1:-} in
+-h | --help)
+    cat <<'EOF_HELP'
+usage: ml [-v] [run | bench | perplexity] [ARGS...]
+       ml --which [run | bench | perplexity]
+Runs the fastest build in this folder that this CPU can run: ml_run (run, the
+default), ml_bench (bench) or ml_perplexity (perplexity), with ARGS.
+  -v        say on stderr which build was picked, and why
+  --which   print the path of that program and exit
+  ml run --help, ml bench --help, ml perplexity --help: the program's own options
+env: ML_ISA=<isa>        use this build instead (it still refuses a CPU that lacks it)
+     ML_CPU_REPORT=FILE  choose from a saved `ml_run --cpu-info --json` report
+                         instead of asking this CPU
+example: ./ml -m model.mlb -z model.tokenizer.bin -i "Once upon a time"
+EOF_HELP
+    exit 0 ;;
+esac
 verbose=0 which=0 prog=ml_run
 [ "${1:-}" = -v ] && { verbose=1; shift; }
 [ "${1:-}" = --which ] && { which=1; shift; }

@@ -32,6 +32,35 @@ HEADER_FIELDS = ("dim", "n_layers", "n_heads", "n_kv_heads", "hidden_dim",
                  "vocab", "max_seq", "rope_theta", "norm_eps", "wtype",
                  "shared_classifier")
 
+# Version 2 (model/mlb.h): from byte 52, stype, head_dim, flags,
+# rope_scaling, rope_factor, rope_low_freq_factor, rope_high_freq_factor,
+# rope_orig_max_seq, bos, eos, eot, add_bos, reserved, tok_off, tok_bytes,
+# tmpl_off, tmpl_bytes (to byte 136); the rest zero.
+VERSION_2 = 2
+_HEADER_V2 = struct.Struct("<4I3fI3i2I4Q")
+assert 52 + _HEADER_V2.size == 136
+FLAG_QKV_BIAS, FLAG_QK_NORM = 1, 2
+ROPE_NONE, ROPE_LLAMA3 = 0, 1
+STYPE_F32, STYPE_F16 = 0, 1
+# A header dict's version-2 fields when absent; "tokenizer" (bytes) and
+# "chat_template" (bytes, UTF-8) are the sections, placed by layout().
+V2_DEFAULTS = dict(version=VERSION, stype=STYPE_F32, head_dim=0, flags=0, rope_scaling=ROPE_NONE,
+                   rope_factor=0.0, rope_low_freq_factor=0.0, rope_high_freq_factor=0.0,
+                   rope_orig_max_seq=0, bos=-1, eos=-1, eot=-1, add_bos=0, tokenizer=b"",
+                   chat_template=b"")
+V2_FIELDS = ("stype", "head_dim", "flags", "rope_scaling", "rope_factor", "rope_low_freq_factor",
+             "rope_high_freq_factor", "rope_orig_max_seq", "bos", "eos", "eot", "add_bos")
+
+
+def v2(h, key):
+    return h.get(key, V2_DEFAULTS[key])
+
+
+def head_dim(h):
+    """The header's head_dim, or dim / n_heads (version 1, or 0)."""
+    hd = v2(h, "head_dim") if v2(h, "version") >= VERSION_2 else 0
+    return hd or h["dim"] // h["n_heads"]
+
 
 class MlbError(ValueError):
     """A malformed .mlb file or a model that cannot be stored as .mlb."""
@@ -39,11 +68,16 @@ class MlbError(ValueError):
 
 # ---------------------------------------------------------------- header
 def pack_header(h):
-    """h: dict with HEADER_FIELDS -> 256 header bytes (zero padded)."""
-    raw = _HEADER.pack(MAGIC, VERSION, h["dim"], h["n_layers"], h["n_heads"],
+    """h: dict with HEADER_FIELDS (and for version 2 the V2_DEFAULTS keys it
+    sets) -> 256 header bytes (zero padded)."""
+    version = v2(h, "version")
+    raw = _HEADER.pack(MAGIC, version, h["dim"], h["n_layers"], h["n_heads"],
                        h["n_kv_heads"], h["hidden_dim"], h["vocab"], h["max_seq"],
                        h["rope_theta"], h["norm_eps"], h["wtype"],
                        int(h["shared_classifier"]))
+    if version >= VERSION_2:
+        (tok_off, tok_n), (tmpl_off, tmpl_n) = sections(h)
+        raw += _HEADER_V2.pack(*(v2(h, k) for k in V2_FIELDS), 0, tok_off, tok_n, tmpl_off, tmpl_n)
     return raw + bytes(HEADER_BYTES - len(raw))
 
 
@@ -53,9 +87,16 @@ def unpack_header(buf):
     vals = _HEADER.unpack_from(buf, 0)
     if vals[0] != MAGIC:
         raise MlbError(f"bad magic {vals[0]!r}, expected {MAGIC!r}")
-    if vals[1] != VERSION:
-        raise MlbError(f"version {vals[1]}, expected {VERSION}")
-    return dict(zip(HEADER_FIELDS, vals[2:]))
+    if vals[1] not in (VERSION, VERSION_2):
+        raise MlbError(f"version {vals[1]}, expected {VERSION} or {VERSION_2}")
+    h = dict(zip(HEADER_FIELDS, vals[2:]), version=vals[1])
+    if vals[1] >= VERSION_2:
+        w = _HEADER_V2.unpack_from(buf, 52)
+        h.update(zip(V2_FIELDS, w[:12]))
+        if w[12] or any(buf[136:HEADER_BYTES]):
+            raise MlbError("reserved header bytes are not zero")
+        h["_sections"] = ((w[13], w[14]), (w[15], w[16]))
+    return h
 
 
 # The loader's header rules (model/loader.c parse_header), field by field:
@@ -90,9 +131,10 @@ def check_shape(h):
         raise MlbError(f"dim: expected a multiple of {QK} (the quantization block), got {h['dim']}")
     if h["hidden_dim"] % QK:
         raise MlbError(f"hidden_dim: expected a multiple of {QK}, got {h['hidden_dim']}")
-    if h["dim"] % h["n_heads"]:
+    hd = v2(h, "head_dim") if v2(h, "version") >= VERSION_2 else 0
+    if not hd and h["dim"] % h["n_heads"]:
         raise MlbError(f"n_heads: expected a divisor of dim {h['dim']}, got {h['n_heads']}")
-    if (h["dim"] // h["n_heads"]) % 2:
+    if not hd and (h["dim"] // h["n_heads"]) % 2:
         raise MlbError(f"head_dim (dim/n_heads): expected even (RoPE rotates pairs), got "
                        f"{h['dim'] // h['n_heads']}")
     if h["n_heads"] % h["n_kv_heads"]:
@@ -106,6 +148,51 @@ def check_shape(h):
         raise MlbError(f"rope_theta: expected a finite value > 1 (as float32), got {h['rope_theta']}")
     if not (math.isfinite(eps) and 0.0 <= eps <= 1.0):
         raise MlbError(f"norm_eps: expected a finite value in [0, 1] (as float32), got {h['norm_eps']}")
+    if v2(h, "version") >= VERSION_2:
+        check_v2(h)
+
+
+def check_v2(h):
+    """The loader's version-2 rules (model/loader.c parse_v2), its words."""
+    if v2(h, "stype") == STYPE_F16:
+        raise MlbError("stype: 1: fp16 scales not supported by this build")
+    if v2(h, "stype") != STYPE_F32:
+        raise MlbError(f"stype: expected 0 (F32) or 1 (F16), got {v2(h, 'stype')}")
+    if v2(h, "flags") & ~(FLAG_QKV_BIAS | FLAG_QK_NORM):
+        raise MlbError(f"flags: unknown bits in {v2(h, 'flags'):#x}")
+    hd = v2(h, "head_dim")
+    if hd:
+        if hd % 2 or hd > MAX_DIM:
+            raise MlbError(f"head_dim: expected 0 or an even value up to {MAX_DIM}, got {hd}")
+        q_dim = h["n_heads"] * hd
+        if q_dim > MAX_DIM or q_dim % QK:
+            raise MlbError(f"head_dim: n_heads {h['n_heads']} * head_dim {hd} = {q_dim}, expected a "
+                           f"multiple of {QK} up to {MAX_DIM}")
+    rope = [_f32(v2(h, k)) for k in ("rope_factor", "rope_low_freq_factor", "rope_high_freq_factor")]
+    if v2(h, "rope_scaling") == ROPE_NONE:
+        if any(rope) or v2(h, "rope_orig_max_seq"):
+            raise MlbError("rope_factor, rope_low/high_freq_factor, rope_orig_max_seq: expected 0 "
+                           "without rope_scaling")
+    elif v2(h, "rope_scaling") == ROPE_LLAMA3:
+        if not (math.isfinite(rope[0]) and rope[0] > 0):
+            raise MlbError(f"rope_factor: expected a finite value > 0, got {rope[0]}")
+        if not (math.isfinite(rope[1]) and rope[1] > 0):
+            raise MlbError(f"rope_low_freq_factor: expected a finite value > 0, got {rope[1]}")
+        if not (math.isfinite(rope[2]) and rope[2] > rope[1]):
+            raise MlbError(f"rope_high_freq_factor: expected a finite value > rope_low_freq_factor "
+                           f"{rope[1]}, got {rope[2]}")
+        if not 1 <= v2(h, "rope_orig_max_seq") <= MAX_SEQ:
+            raise MlbError(f"rope_orig_max_seq: expected 1..{MAX_SEQ}, got {v2(h, 'rope_orig_max_seq')}")
+    else:
+        raise MlbError(f"rope_scaling: expected 0 (none) or 1 (llama3), got {v2(h, 'rope_scaling')}")
+    for k in ("bos", "eos", "eot"):
+        if not -1 <= v2(h, k) < h["vocab"]:
+            raise MlbError(f"{k}: expected -1 (none) or a token id 0..{h['vocab'] - 1}, got {v2(h, k)}")
+    if v2(h, "add_bos") not in (0, 1) or (v2(h, "add_bos") and v2(h, "bos") < 0):
+        raise MlbError(f"add_bos: expected 0 or 1 (1 needs a bos), got {v2(h, 'add_bos')} with bos "
+                       f"{v2(h, 'bos')}")
+    if b"\0" in bytes(v2(h, "chat_template")):
+        raise MlbError("chat template: a NUL byte (expected UTF-8 text without NUL)")
 
 
 # ---------------------------------------------------------------- layout
@@ -113,13 +200,19 @@ def tensor_plan(h):
     """[(name, shape)] in file order; 1-D shapes are F32 norms, 2-D are
     (rows, cols) matrices stored in h['wtype']."""
     dim, hid, vocab = h["dim"], h["hidden_dim"], h["vocab"]
-    kv_dim = h["n_kv_heads"] * (dim // h["n_heads"])
+    hd = head_dim(h)
+    q_dim, kv_dim = h["n_heads"] * hd, h["n_kv_heads"] * hd
+    flags = v2(h, "flags") if v2(h, "version") >= VERSION_2 else 0
     plan = [("tok_emb", (vocab, dim))]
     for l in range(h["n_layers"]):
         p = f"layers.{l}."
-        plan += [(p + "attn_norm", (dim,)), (p + "wq", (dim, dim)),
-                 (p + "wk", (kv_dim, dim)), (p + "wv", (kv_dim, dim)),
-                 (p + "wo", (dim, dim)), (p + "ffn_norm", (dim,)),
+        plan += [(p + "attn_norm", (dim,)), (p + "wq", (q_dim, dim)),
+                 (p + "wk", (kv_dim, dim)), (p + "wv", (kv_dim, dim))]
+        if flags & FLAG_QKV_BIAS:
+            plan += [(p + "bq", (q_dim,)), (p + "bk", (kv_dim,)), (p + "bv", (kv_dim,))]
+        if flags & FLAG_QK_NORM:
+            plan += [(p + "q_norm", (hd,)), (p + "k_norm", (hd,))]
+        plan += [(p + "wo", (dim, q_dim)), (p + "ffn_norm", (dim,)),
                  (p + "w1", (hid, dim)), (p + "w2", (dim, hid)), (p + "w3", (hid, dim))]
     plan.append(("final_norm", (dim,)))
     if not h["shared_classifier"]:
@@ -136,9 +229,37 @@ def align_up(n, a=ALIGN):
     return (n + a - 1) // a * a
 
 
+def arrays_end(h):
+    """The end of the last tensor array (where the sections may start)."""
+    return _array_layout(h)[1]
+
+
+def sections(h):
+    """((tok_off, tok_bytes), (tmpl_off, tmpl_bytes)) of a version-2 header:
+    each at the next multiple of 64 after what precedes it; (0, 0) if absent."""
+    end, out = arrays_end(h), []
+    for key in ("tokenizer", "chat_template"):
+        n = len(v2(h, key))
+        off = align_up(end) if n else 0
+        out.append((off, n))
+        end = off + n if n else end
+    return tuple(out)
+
+
 def layout(h):
     """[(array_name, offset, nbytes)] in file order, and the file size.
-    Matrices contribute 'X.q' then 'X.d'; norms one array 'X'."""
+    Matrices contribute 'X.q' then 'X.d'; norms one array 'X'; a version-2
+    file's sections are 'tokenizer' and 'chat_template' (when present)."""
+    arrays, end = _array_layout(h)
+    if v2(h, "version") >= VERSION_2:
+        for name, (off, n) in zip(("tokenizer", "chat_template"), sections(h)):
+            if n:
+                arrays.append((name, off, n))
+                end = off + n
+    return arrays, end
+
+
+def _array_layout(h):
     arrays, end = [], HEADER_BYTES
     for name, shape in tensor_plan(h):
         if len(shape) == 1:
@@ -303,6 +424,9 @@ def _write_body(f, h, tensors, on_tensor):
             on_tensor(name, x, q, d)
     if next(it, None) is not None:
         raise MlbError("more tensors than the header describes")
+    for aname in ("tokenizer", "chat_template"):
+        if aname in offsets:
+            _write_at(f, offsets[aname], np.frombuffer(bytes(v2(h, aname)), np.uint8))
     if f.tell() != size:
         raise MlbError(f"wrote {f.tell()} bytes, layout says {size}")
     return size
@@ -348,8 +472,13 @@ def read_mlb(path):
     Validates the header and that the file size matches the layout."""
     data = np.memmap(path, dtype=np.uint8, mode="r")
     h = unpack_header(bytes(data[:HEADER_BYTES]))
+    secs = h.pop("_sections", None)
+    if secs:  # lengths for layout(); the offsets must be layout()'s
+        h["tokenizer"], h["chat_template"] = b"x" * secs[0][1], b"x" * secs[1][1]
     check_shape(h)
     arrays, size = layout(h)
+    if secs and secs != sections(h):
+        raise MlbError(f"{path}: sections at {secs}, expected {sections(h)}")
     if len(data) != size:
         raise MlbError(f"{path}: file is {len(data)} bytes, layout says {size}")
     shapes = dict(tensor_plan(h))
@@ -357,6 +486,9 @@ def read_mlb(path):
     for aname, off, nbytes in arrays:
         raw = data[off:off + nbytes]
         base, _, part = aname.rpartition(".")
+        if aname in ("tokenizer", "chat_template"):
+            h[aname] = bytes(raw)
+            continue
         if part == "q" and base in shapes:
             rows, cols = shapes[base]
             dt = np.int8 if h["wtype"] == TYPE_Q8_0 else np.uint8

@@ -41,14 +41,18 @@ class _Error(C.Structure):
 
 class _ModelOptions(C.Structure):
     _fields_ = [("tokenizer", C.c_char_p), ("threads", C.c_int), ("context", C.c_int), ("batch", C.c_int),
-                ("no_mmap", C.c_int), ("all_logits", C.c_int)]
+                ("no_mmap", C.c_int), ("all_logits", C.c_int), ("no_tokenizer", C.c_int)]
 
 
 class _ModelInfo(C.Structure):
     _fields_ = [(n, C.c_int) for n in ("vocab", "context", "train_context", "dim", "n_layers", "n_heads",
                                        "n_kv_heads", "hidden_dim", "threads", "batch")] + \
                [("weights", C.c_char_p), ("storage", C.c_char_p), ("weight_bytes", C.c_size_t),
-                ("arena_bytes", C.c_size_t), ("kv_bytes", C.c_size_t), ("decode_bytes", C.c_size_t)]
+                ("arena_bytes", C.c_size_t), ("kv_bytes", C.c_size_t), ("decode_bytes", C.c_size_t)] + \
+               [(n, C.c_int) for n in ("file_version", "head_dim", "qkv_bias", "qk_norm")] + \
+               [("rope_scaling", C.c_char_p), ("embeds_tokenizer", C.c_int), ("chat_template_bytes", C.c_size_t),
+                ("tokenizer", C.c_char_p)] + \
+               [(n, C.c_int) for n in ("bos", "eos", "eot", "add_bos", "byte_level")]
 
 
 class _SamplerOptions(C.Structure):
@@ -178,8 +182,10 @@ class _StopText:
 # ---- the model ------------------------------------------------------------------
 
 class Model:
-    """A .mlb model (tools/convert.py) and its llama2.c tokenizer.bin. Use it
-    from one thread at a time; close() (or a with block) frees it."""
+    """A .mlb model (tools/convert.py) and its tokenizer: a llama2.c
+    tokenizer.bin or a BPE tokenizer file (tools/tokfile.py); without
+    tokenizer=, the one a .mlb version 2 model embeds. Use it from one thread
+    at a time; close() (or a with block) frees it."""
 
     def __init__(self, path, tokenizer=None, threads=None, context=None, batch=None, mmap=True):
         self._h = None
@@ -195,6 +201,9 @@ class Model:
         info = _ModelInfo()
         _lib.lml_model_get_info(h, C.byref(info))
         self.vocab, self.context = info.vocab, info.context
+        # None: no tokenizer (a version-1 file without tokenizer=): logits only
+        self.tokenizer_kind = info.tokenizer.decode() if info.tokenizer else None
+        self._bos, self._eos, self._add_bos = info.bos, info.eos, bool(info.add_bos)
 
     # -- lifetime --
     def close(self):
@@ -217,8 +226,11 @@ class Model:
         return self._h
 
     # -- tokens --
-    def tokenize(self, text, bos=True):
-        """Token ids of text (BOS first unless bos=False)."""
+    def tokenize(self, text, bos=None):
+        """Token ids of text; BOS first when bos (default: the tokenizer's
+        rule; a vocabulary without BOS never gets one)."""
+        if bos is None:
+            bos = self._add_bos
         b = text.encode("utf-8")
         cap = _lib.lml_tokenize_capacity(b)
         buf, n, err = (C.c_int * cap)(), C.c_int(), _Error()
@@ -231,13 +243,14 @@ class Model:
         return C.string_at(p, n.value) if p else b""
 
     def detokenize(self, ids):
-        """The text of ids (BOS and EOS give none; invalid UTF-8 is replaced)."""
+        """The text of ids (BOS, EOS and BPE control tokens give none;
+        invalid UTF-8 is replaced)."""
         out, prev = [], -1
         for t in ids:
             t = int(t)
             if not 0 <= t < self.vocab:
                 raise LegacyMLError("LML_E_ARG", f"token: expected an id in 0..{self.vocab - 1}, got {t}")
-            if t not in (1, 2):
+            if t not in (self._bos, self._eos):
                 out.append(self._piece(prev, t))
             prev = t
         return b"".join(out).decode("utf-8", "replace")

@@ -188,3 +188,31 @@ def test_no_leak_over_100_cycles():
     grown = rss_kib() - before
     # One model (read, not mapped) is ~1 MiB: a leak of it per cycle would be ~100 MiB.
     assert grown < 8 * 1024, f"RSS grew by {grown} KiB over 100 open/close cycles"
+
+
+def embedding_copy(tmp_path):
+    """MODEL as a .mlb version 2 file that embeds TOK (the same arrays; the
+    header's version-2 fields at byte 52, the tokenizer at the next multiple
+    of 64 after the last array, as tools/mlb.py lays it out)."""
+    data = bytearray(open(MODEL, "rb").read())
+    tok = open(TOK, "rb").read()
+    off = (len(data) + 63) // 64 * 64
+    data[4:8] = struct.pack("<I", 2)
+    data[52:136] = struct.pack("<4I3fI3i2I4Q", 0, 0, 0, 0, 0.0, 0.0, 0.0, 0, 1, 2, -1, 1, 0, off, len(tok), 0, 0)
+    data += bytes(off - len(data)) + tok
+    path = tmp_path / "embeds.mlb"
+    path.write_bytes(bytes(data))
+    return str(path)
+
+
+def test_embedded_tokenizer(model, tmp_path):
+    with legacy_ml.Model(embedding_copy(tmp_path)) as m:
+        assert m.tokenizer_kind == model.tokenizer_kind
+        assert m.tokenize(PROMPT) == model.tokenize(PROMPT)
+        assert m.generate(PROMPT, max_tokens=40, temperature=0) == model.generate(PROMPT, max_tokens=40,
+                                                                                  temperature=0)
+    with legacy_ml.Model(MODEL) as m:  # a version-1 file: no tokenizer, logits only
+        assert m.tokenizer_kind is None and len(m.logits([1, 2])) == 2
+        with pytest.raises(legacy_ml.LegacyMLError) as e:
+            m.tokenize(PROMPT)
+        assert "no tokenizer" in str(e.value)
