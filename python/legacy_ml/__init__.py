@@ -40,8 +40,8 @@ class _Error(C.Structure):
 
 
 class _ModelOptions(C.Structure):
-    _fields_ = [("tokenizer", C.c_char_p), ("threads", C.c_int), ("context", C.c_int), ("batch", C.c_int),
-                ("no_mmap", C.c_int), ("all_logits", C.c_int), ("no_tokenizer", C.c_int)]
+    _fields_ = [("tokenizer", C.c_char_p), ("no_tokenizer", C.c_int), ("threads", C.c_int), ("context", C.c_int),
+                ("batch", C.c_int), ("no_mmap", C.c_int), ("all_logits", C.c_int)]
 
 
 class _ModelInfo(C.Structure):
