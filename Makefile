@@ -74,6 +74,7 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fr
 OPT      += $(if $(filter 1,$(SAN)),-g $(SAN_FLAGS))
 CFLAGS   ?=
 CFLAGS   += $(TARGET) $(M32_FLAGS) $(if $(M32_ASM),-isystem $(dir $(M32_ASM))) -std=c11 $(OPT) -Wall -Wextra -ffp-contract=off -D_POSIX_C_SOURCE=200809L \
+            -fvisibility=hidden $(if $(filter 1,$(LIB_PIC)),-fPIC) \
             -I. -I$(BUILD)/gen -DML_ISA=$(ISA) -DML_THREADS_$(THREADS) \
             $(if $(ML_NO_MMAP),-DML_NO_MMAP) $(EXTRA_CFLAGS)
 LDFLAGS  ?=
@@ -91,8 +92,10 @@ BUILD    := build/$(ISA)$(NAME_SUFFIX)$(if $(CROSS),-$(CROSS:%-=%))$(if $(filter
 endif
 
 # ---- sources ----
-LIB_SRC    := $(wildcard core/*.c model/*.c ops/*.c)
-GUARD_SRC  := core/isa_check.c app/main_guard.c
+LIB_SRC    := $(wildcard core/*.c model/*.c ops/*.c api/*.c)
+# The guard: the CPU check, and the library's entry points that run it (api/open.c).
+LIB_GUARD_SRC := core/isa_check.c api/open.c
+GUARD_SRC  := $(LIB_GUARD_SRC) app/main_guard.c
 # The random .mlb writer serves the tests and ml_bench only (TEST_LIB_OBJ).
 TEST_LIB_SRC := model/mlb_random.c
 LIB_SRC    := $(filter-out $(GUARD_SRC) $(TEST_LIB_SRC),$(LIB_SRC))
@@ -109,14 +112,16 @@ LIB_OBJ    := $(call obj,$(LIB_SRC) $(KERN_SRC) $(ASM_FILES))
 TEST_LIB_OBJ := $(call obj,$(TEST_LIB_SRC))
 GUARD_OBJ  := $(call obj,$(GUARD_SRC))
 APP_OBJ    := $(call obj,app/cli.c app/json.c app/http.c)
-PROGS      := $(BUILD)/ml_run $(BUILD)/ml_bench $(BUILD)/ml_perplexity $(BUILD)/ml_tokenize
-# ml_server: POSIX sockets (app/ml_server.c)
-PROGS      += $(BUILD)/ml_server
+# The programs and their sources besides app/<name>.c (config/programs.txt, read by CMake too).
+PROGRAMS   := config/programs.txt
+PROG_NAMES := $(shell awk '!/^[[:space:]]*(\#|$$)/ { print $$1 }' $(PROGRAMS))
+prog_src    = $(wildcard $(shell awk -v p=$(1) '$$1 == p { $$1 = ""; print }' $(PROGRAMS)))
+PROGS      := $(addprefix $(BUILD)/,$(PROG_NAMES))
 TESTS      := $(patsubst tests/%.c,$(BUILD)/%,$(TEST_SRC))
 
 # `make` without ISA: the best build for this CPU (best); with ISA=x: all of build x.
 .DEFAULT_GOAL := $(if $(filter auto,$(RUN_ISA)),best,all)
-.PHONY: best all progs help test check check-builds test-all run clean print-build print-progs bench bench-all bench-vs-llamacpp fuzz fuzz-bins dist
+.PHONY: best lib lib-files install print-isas all progs help test check check-builds test-all run clean print-build print-progs bench bench-all bench-vs-llamacpp fuzz fuzz-bins dist
 all: $(PROGS) $(TESTS)
 progs: $(PROGS)
 
@@ -138,6 +143,8 @@ help:
 	@echo "  make dist              static ml_run, ml_bench, ml_perplexity of every ISA and arch this"
 	@echo "                         machine builds (x86_64, i686, armv7, aarch64), the launcher dist/ml"
 	@echo "                         and SHA256SUMS, into dist/ (docs/DIST.md)"
+	@echo "  make lib               libml.a and libml.so (include/legacy_ml.h) into build/<isa>/lib/"
+	@echo "  make install PREFIX=D  the header, both libraries and legacy-ml.pc into D (default /usr/local)"
 	@echo "  make clean             remove build/ (not dist/, nor CMake's build-*/ folders)"
 	@echo "options: ISA=$(ISAS) (config/isas.txt; auto: make, make run, make bench)"
 	@echo "         THREADS=pthread|1 (1: no thread pool, into build/<isa>-nothreads/)"
@@ -173,13 +180,9 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(Q)$(call show,CC,$<)$(CC) $(CFLAGS) $(BASE_FLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/ml_run $(BUILD)/ml_bench $(BUILD)/ml_perplexity $(BUILD)/ml_tokenize: $(BUILD)/%: $(BUILD)/obj/app/%.o $(APP_OBJ) $(GUARD_OBJ) $(LIB_OBJ)
+$(PROGS): $(BUILD)/%: $(BUILD)/obj/app/%.o $(APP_OBJ) $(GUARD_OBJ) $(LIB_OBJ)
 	$(Q)$(call show,LD,$@)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
-$(BUILD)/ml_perplexity: $(call obj,app/perplexity.c)
-$(BUILD)/ml_run: $(call obj,app/run_text.c app/run_spec.c app/chat.c)
-$(BUILD)/ml_server: $(BUILD)/obj/app/ml_server.o $(call obj,app/run_text.c) $(APP_OBJ) $(GUARD_OBJ) $(LIB_OBJ)
-	$(Q)$(call show,LD,$@)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
-$(BUILD)/ml_bench: $(call obj,$(wildcard app/bench_*.c)) $(TEST_LIB_OBJ)
+$(foreach p,$(PROG_NAMES),$(eval $(BUILD)/$(p): $(call obj,$(call prog_src,$(p)))))
 $(TESTS): $(BUILD)/%: $(BUILD)/obj/tests/%.o $(GUARD_OBJ) $(LIB_OBJ) $(TEST_LIB_OBJ)
 	$(Q)$(call show,LD,$@)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(TEST_LDFLAGS_$(notdir $@))
 
@@ -189,6 +192,34 @@ $(BUILD)/test_fuzz_regress $(BUILD)/test_http: $(APP_OBJ)
 TEST_LDFLAGS_test_noalloc := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# ---- the library: include/legacy_ml.h (api/) over the same objects, compiled
+# position-independent (LIB_PIC=1) into $(BUILD)/lib/. Only the header's
+# functions are exported (-fvisibility=hidden, LML_API). The soname carries
+# the version of core/version.h: libml.so.MAJOR, or libml.so.0.MINOR before 1.0. ----
+ML_VERSION := $(shell sed -n 's/^\#define ML_VERSION "\(.*\)"/\1/p' core/version.h)
+ML_SOVER   := $(shell echo $(ML_VERSION) | awk -F. '{ print ($$1 == 0 ? $$1 "." $$2 : $$1) }')
+LIB_BUILD  := $(if $(filter 1,$(LIB_PIC)),$(BUILD),$(BUILD)/lib)
+LIB_FILES  := $(LIB_BUILD)/libml.a $(LIB_BUILD)/libml.so
+PREFIX     ?= /usr/local
+lib:
+	@$(MAKE) --no-print-directory BUILD=$(LIB_BUILD) LIB_PIC=1 lib-files
+lib-files: $(LIB_FILES)
+$(BUILD)/libml.a: $(call obj,$(LIB_GUARD_SRC)) $(LIB_OBJ)
+	$(Q)$(call show,AR,$@)rm -f $@ && $(CROSS)ar rcs $@ $^
+$(BUILD)/libml.so: $(call obj,$(LIB_GUARD_SRC)) $(LIB_OBJ)
+	$(Q)$(call show,LD,$@)$(CC) $(LDFLAGS) -shared -Wl,-soname,libml.so.$(ML_SOVER) -Wl,-Bsymbolic $^ -o $@.$(ML_VERSION) $(LDLIBS) && \
+	  ln -sf libml.so.$(ML_VERSION) $@.$(ML_SOVER) && ln -sf libml.so.$(ML_VERSION) $@
+# The pkg-config file from cmake/legacy-ml.pc.in (CMake fills the same template).
+install: lib
+	@set -e; d="$(DESTDIR)$(PREFIX)"; install -d "$$d/include" "$$d/lib/pkgconfig"; \
+	install -m 644 include/legacy_ml.h "$$d/include/"; \
+	install -m 644 $(LIB_BUILD)/libml.a "$$d/lib/"; \
+	install -m 755 $(LIB_BUILD)/libml.so.$(ML_VERSION) "$$d/lib/"; \
+	ln -sf libml.so.$(ML_VERSION) "$$d/lib/libml.so.$(ML_SOVER)"; ln -sf libml.so.$(ML_VERSION) "$$d/lib/libml.so"; \
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@VERSION@|$(ML_VERSION)|; s|@ISA@|$(ISA)|; s|@LIBS_PRIVATE@|$(LDLIBS)|' \
+	  cmake/legacy-ml.pc.in >"$$d/lib/pkgconfig/legacy-ml.pc"; \
+	echo "installed legacy-ml $(ML_VERSION) ($(ISA)) into $$d"
 
 # ---- fuzzing: libFuzzer needs clang. The library is rebuilt with coverage
 # and sanitizers into build/fuzz/ (build/fuzz-<isa>/ for another ISA). ----
@@ -227,6 +258,9 @@ print-build:
 	@echo $(BUILD)
 print-progs:
 	@echo $(PROGS)
+# The ISAs this compiler builds (its architecture's), lowest first: the Python package's builds.
+print-isas:
+	@echo $(foreach i,$(ISAS),$(if $(shell $(call isas,chain,$(i))),$(i)))
 
 test-all:
 	@PYTHON=$(PYTHON) MODELS=$(MODELS) bash tests/matrix.sh

@@ -12,8 +12,9 @@
 #include "app/cli.h"
 #include "app/exit_codes.h"
 #include "config/ml_config.h"
-#include "model/model.h"
-#include "model/sampler.h"
+#include "core/status.h"
+#include "include/legacy_ml.h"
+#include "model/sampler.h" /* ml_argmax */
 
 static long resident_kib(void) {
     FILE *f = fopen("/proc/self/status", "r");
@@ -27,52 +28,49 @@ static long resident_kib(void) {
 }
 
 /* Greedy decode of `tokens` tokens from position 0 (llama-bench's tg). */
-static double decode_seconds(ml_model *m, int tokens) {
+static double decode_seconds(lml_model *m, const lml_model_info *info, int tokens) {
     int token = 1;
-    ml_err err;
     double t0 = ml_cli_now();
     for (int pos = 0; pos < tokens; pos++) {
-        if (ml_forward(m, token, pos, &err)) return -1;
-        token = ml_argmax(m->s.logits, m->cfg.vocab);
+        if (lml_eval(m, &token, 1, pos, NULL, NULL, NULL)) return -1;
+        token = ml_argmax(lml_logits(m), info->vocab);
     }
     return ml_cli_now() - t0;
 }
 
 /* A prompt of n tokens from position 0 in batches (llama-bench's pp). */
-static double prompt_seconds(ml_model *m, const int *tokens, int n) {
-    ml_err err;
+static double prompt_seconds(lml_model *m, const int *tokens, int n) {
     double t0 = ml_cli_now();
-    if (ml_forward_batch(m, tokens, n, 0, NULL, NULL, &err)) return -1;
+    if (lml_eval(m, tokens, n, 0, NULL, NULL, NULL)) return -1;
     return ml_cli_now() - t0;
 }
 
 /* Speculative decoding's bound (model/speculate.h): batches of k tokens
  * with every token's logits, as a verification runs them, over the decode
  * figure's positions; seconds per batch. */
-static ml_status ignore_logits(void *ud, int pos, const float *logits, ml_err *err) {
-    (void)ud, (void)pos, (void)logits, (void)err;
-    return ML_OK;
+static int ignore_logits(void *ud, int pos, const float *logits, int vocab) {
+    (void)ud, (void)pos, (void)logits, (void)vocab;
+    return 0;
 }
 
-static double verify_seconds(ml_model *m, const int *tokens, int n, int k) {
-    ml_err err;
+static double verify_seconds(lml_model *m, const int *tokens, int n, int k) {
     int batches = 0;
     double t0 = ml_cli_now();
     for (int pos = 0; pos + k <= n; pos += k, batches++)
-        if (ml_forward_batch(m, tokens + pos, k, pos, ignore_logits, NULL, &err)) return -1;
+        if (lml_eval(m, tokens + pos, k, pos, ignore_logits, NULL, NULL)) return -1;
     return batches ? (ml_cli_now() - t0) / batches : -1;
 }
 
 /* k = 2, 4, 8 beside one decode step (step_s): their cost ratio, and #row lines. */
-static int bench_verify(const ml_bench_opts *o, ml_model *m, const int *tokens, int n, double step_s,
-                        const char *label, const char *tn, int nth) {
+static int bench_verify(const ml_bench_opts *o, lml_model *m, const lml_model_info *info, const int *tokens, int n,
+                        double step_s, const char *label, const char *tn, int nth) {
     static const int ks[] = {2, 4, 8};
     enum { NK = sizeof ks / sizeof *ks };
     double med[NK];
     for (int j = 0; j < NK; j++) {
         double t[64];
         med[j] = 0;
-        if (ks[j] > m->b.cap || ks[j] > n) continue;
+        if (ks[j] > info->batch || ks[j] > n) continue;
         verify_seconds(m, tokens, ks[j], ks[j]); /* warm */
         for (int r = 0; r < o->reps; r++) t[r] = verify_seconds(m, tokens, n, ks[j]);
         ml_bench_stats st = ml_bench_summarize(t, o->reps);
@@ -92,62 +90,62 @@ static int bench_verify(const ml_bench_opts *o, ml_model *m, const int *tokens, 
 }
 
 /* The prompt figure and its #row line, beside the decode figure. */
-static int bench_prompt(const ml_bench_opts *o, ml_model *m, const char *label, const char *tn, int nth,
-                        double step_s) {
-    int n = o->prompt < m->cfg.max_seq ? o->prompt : m->cfg.max_seq;
+static int bench_prompt(const ml_bench_opts *o, lml_model *m, const lml_model_info *info, const char *label,
+                        const char *tn, int nth, double step_s) {
+    int n = o->prompt < info->context ? o->prompt : info->context;
     int *tokens = malloc((size_t)n * sizeof *tokens);
     if (!tokens) {
         fprintf(stderr, "ml_bench: out of memory for a %d-token prompt\n", n);
         return ML_EXIT_FAIL;
     }
     /* BOS, then tokens spread over the vocabulary (the weights do not care which). */
-    for (int i = 0; i < n; i++) tokens[i] = i ? (int)((1 + 7919u * (unsigned)i) % (unsigned)m->cfg.vocab) : 1;
+    for (int i = 0; i < n; i++) tokens[i] = i ? (int)((1 + 7919u * (unsigned)i) % (unsigned)info->vocab) : 1;
     prompt_seconds(m, tokens, n < 8 ? n : 8); /* warm caches */
     double t[64];
     ml_bench_progress("%s %s %dT: a %d-token prompt (%d runs)", label, tn, nth, n, o->reps);
     for (int r = 0; r < o->reps; r++) t[r] = prompt_seconds(m, tokens, n);
     ml_bench_progress(NULL);
     ml_bench_stats st = ml_bench_summarize(t, o->reps);
-    int rc = st.lo < 0 ? ML_EXIT_FAIL : bench_verify(o, m, tokens, n, step_s, label, tn, nth);
+    int rc = st.lo < 0 ? ML_EXIT_FAIL : bench_verify(o, m, info, tokens, n, step_s, label, tn, nth);
     free(tokens);
     if (st.lo < 0) {
         fprintf(stderr, "ml_bench: %s: the prompt failed\n", label);
         return ML_EXIT_FAIL;
     }
     printf("  %-12s %s  %dT  %8.1f tok/s  pp%d, -b %d  (%.1f-%.1f tok/s)\n", label, tn, nth, n / st.med, n,
-           m->b.cap > 1 ? m->b.cap : 1, n / st.hi, n / st.lo);
+           info->batch, n / st.hi, n / st.lo);
     if (o->rows) printf("#row pp%d %s %s_%s_%dT %.2f\n", n, ML_ISA_NAME, label, tn, nth, n / st.med);
     return rc;
 }
 
 static int bench_model(const ml_bench_opts *o, const ml_bench_bw *bw, const char *label, const void *data,
                        size_t size, int nth) {
-    ml_model m;
-    ml_err err = {{0}};
+    lml_model *m;
+    lml_error err = {{0}};
     /* all_logits: the verification figure wants every row's logits. */
-    ml_open_opts oo = {.use_mmap = o->use_mmap, .n_threads = nth, .batch = o->batch, .all_logits = 1};
-    ml_status s = data ? ml_model_open_buffer(&m, data, size, label, &oo, &err)
-                       : ml_model_open(&m, o->model_path, &oo, &err);
+    lml_model_options oo = {.no_mmap = !o->use_mmap, .threads = nth, .batch = o->batch, .all_logits = 1};
+    lml_status s = data ? lml_model_open_memory(&m, data, size, &oo, &err) : lml_model_open(&m, o->model_path, &oo, &err);
     if (s) {
-        fprintf(stderr, "ml_bench: %s: %s (%s)\n", label, err.msg, ml_status_name(s));
+        fprintf(stderr, "ml_bench: %s: %s (%s)\n", label, err.message, ml_status_name((ml_status)s));
         return ML_EXIT_FAIL;
     }
-    int tokens = o->tokens < m.cfg.max_seq ? o->tokens : m.cfg.max_seq;
+    lml_model_info info;
+    lml_model_get_info(m, &info);
+    int tokens = o->tokens < info.context ? o->tokens : info.context;
     /* Bytes of weights one token streams: every matrix once, plus one embedding row. */
-    double per_tok = (double)m.weight_bytes - (m.cfg.shared_classifier ? 0.0 : (double)(
-        ml_quant_bytes(m.cfg.wtype, (uint64_t)m.cfg.vocab * m.cfg.dim) + (uint64_t)m.cfg.vocab * m.cfg.dim / ML_QK * ml_scale_bytes((ml_type)m.cfg.stype)));
-    const char *tn = m.cfg.stype == ML_TYPE_F16 ? (m.cfg.wtype == ML_TYPE_Q8_0 ? "q8_0_f16" : "q4_0_f16")
-                                                : (m.cfg.wtype == ML_TYPE_Q8_0 ? "q8_0" : "q4_0");
+    double per_tok = (double)info.decode_bytes;
+    const char *tn = info.f16_scales ? (!strcmp(info.weights, "Q8_0") ? "q8_0_f16" : "q4_0_f16")
+                                     : (!strcmp(info.weights, "Q8_0") ? "q8_0" : "q4_0");
     ml_bench_progress("%s %s %dT: %d tokens decoded (%d runs)", label, tn, nth, tokens, o->reps);
-    decode_seconds(&m, tokens < 8 ? tokens : 8); /* warm caches and page in */
+    decode_seconds(m, &info, tokens < 8 ? tokens : 8); /* warm caches and page in */
     double t[64];
-    for (int r = 0; r < o->reps; r++) t[r] = decode_seconds(&m, tokens);
+    for (int r = 0; r < o->reps; r++) t[r] = decode_seconds(m, &info, tokens);
     ml_bench_progress(NULL);
     ml_bench_stats st = ml_bench_summarize(t, o->reps);
     double tps = tokens / st.med;
     printf("  %-12s %s  %dT  %8.1f tok/s  %7.3f ms/token  %6.1f GB/s  RSS %6.1f MiB  (%.1f-%.1f tok/s; weights %s)\n",
            label, tn, nth, tps, 1e3 / tps, per_tok * tps / 1e9, resident_kib() / 1024.0,
-           tokens / st.hi, tokens / st.lo, ml_file_kind_name(m.file.kind));
+           tokens / st.hi, tokens / st.lo, info.storage);
     if (o->bw) {
         ml_bench_progress("the read bandwidth, %dT (%d runs)", nth, o->reps);
         double med, peak = ml_bench_read_bandwidth(bw, o->reps, nth, &med);
@@ -160,9 +158,9 @@ static int bench_model(const ml_bench_opts *o, const ml_bench_bw *bw, const char
             printf("  %-12s read bandwidth not measured: no memory for its 1 GiB buffer\n", label);
     }
     if (o->rows) printf("#row model %s %s_%s_%dT %.2f\n", ML_ISA_NAME, label, tn, nth, tps);
-    int rc = o->prompt ? bench_prompt(o, &m, label, tn, nth, st.med / tokens) : ML_EXIT_OK;
+    int rc = o->prompt ? bench_prompt(o, m, &info, label, tn, nth, st.med / tokens) : ML_EXIT_OK;
     fflush(stdout);
-    ml_model_close(&m);
+    lml_model_close(m);
     return rc;
 }
 

@@ -18,10 +18,9 @@
 #include "config/ml_config.h"
 #include "core/outfile.h"
 #include "core/path.h"
-#include "core/threads.h"
-#include "model/model.h"
-#include "model/sampler.h"
-#include "model/tok.h"
+#include "core/threads.h" /* ml_threads_default, ML_HAS_THREADS */
+#include "include/legacy_ml.h"
+#include "model/sampler.h" /* ml_argmax */
 
 #define DEFAULT_CTX 512
 #define KL_IO_BUFFER (1u << 20)
@@ -151,7 +150,8 @@ static int read_text(const char *path, char **out) {
 typedef enum { KL_NONE, KL_SAVE, KL_COMPARE } kl_mode;
 
 typedef struct {
-    ml_model *m;
+    lml_model *m;
+    int vocab;
     const int *tokens;
     ml_ppl_layout l;
     int chunk;           /* the chunk being scored */
@@ -162,12 +162,13 @@ typedef struct {
     float *base;         /* (vocab) a record of the base, KL_COMPARE */
     ml_mean_acc nll, base_nll, kl_div;
     long agree, scored;
+    ml_err err;          /* why score_position stopped the run */
 } scorer;
 
 /* Score logits, which predict target; record: the index of this position
  * among all scored ones (the KL base's record). */
 static ml_status score(scorer *s, const float *logits, long record, int target, ml_err *err) {
-    const int vocab = s->m->cfg.vocab;
+    const int vocab = s->vocab;
     double lse = ml_logsumexp(logits, vocab);
     ml_mean_add(&s->nll, lse - logits[target]);
     s->scored++;
@@ -184,20 +185,26 @@ static ml_status score(scorer *s, const float *logits, long record, int target, 
     return ML_OK;
 }
 
-/* Each position's logits from ml_forward_batch: the second half is scored. */
-static ml_status score_position(void *ud, int pos, const float *logits, ml_err *err) {
+/* Each position's logits from lml_eval: the second half is scored. A
+ * failure (writing or reading the KL base) stops the run, its reason in s->err. */
+static int score_position(void *ud, int pos, const float *logits, int vocab) {
     scorer *s = ud;
     const ml_ppl_layout *l = &s->l;
+    (void)vocab;
     if (pos < l->first) return ML_OK;
     const int *tok = s->tokens + (long)s->chunk * l->ctx;
-    return score(s, logits, (long)s->chunk * l->n_scored + (pos - l->first), tok[pos + 1], err);
+    return (int)score(s, logits, (long)s->chunk * l->n_scored + (pos - l->first), tok[pos + 1], &s->err);
 }
 
 /* One chunk: positions 0 .. ctx-2 (the last token is only a target), in
  * batches of -b positions (the model was opened with that batch). */
 static ml_status run_chunk(scorer *s, int c, ml_err *err) {
     s->chunk = c;
-    return ml_forward_batch(s->m, s->tokens + (long)c * s->l.ctx, s->l.ctx - 1, 0, score_position, s, err);
+    lml_error e;
+    lml_status st = lml_eval(s->m, s->tokens + (long)c * s->l.ctx, s->l.ctx - 1, 0, score_position, s, &e);
+    if (st && s->err.msg[0]) *err = s->err;
+    else if (st) snprintf(err->msg, sizeof err->msg, "%s", e.message);
+    return (ml_status)st;
 }
 
 static double ppl_of(const ml_mean_acc *nll) { return exp(ml_mean(nll)); }
@@ -206,6 +213,12 @@ static double ppl_of(const ml_mean_acc *nll) { return exp(ml_mean(nll)); }
 
 static int fail(const char *what, ml_status s, const ml_err *err) {
     fprintf(stderr, "ml_perplexity: %s failed (%s): %s\n", what, ml_status_name(s), err->msg);
+    return ML_EXIT_FAIL;
+}
+
+/* The library's statuses are model/'s: the same names. */
+static int fail_api(const char *what, lml_status s, const lml_error *err) {
+    fprintf(stderr, "ml_perplexity: %s failed (%s): %s\n", what, ml_status_name((ml_status)s), err->message);
     return ML_EXIT_FAIL;
 }
 
@@ -264,8 +277,9 @@ int ml_main(int argc, char **argv) {
     if (!(o.model = ml_cli_model_path("ml_perplexity", o.model, gguf_mlb, sizeof gguf_mlb))) return ML_EXIT_FAIL;
 
     ml_err err = {{0}};
-    ml_model m;
-    ml_tok tok;
+    lml_error lerr;
+    lml_model *m;
+    lml_status lst;
     ml_status st;
     const ml_named_path inputs[] = {{"the model -m", o.model}, {"the tokenizer -z", o.tokenizer}, {"the text -f", o.text}};
     if (o.kl_path && ml_outfile_check("--kl-base", o.kl_path, inputs, 3, &err)) {
@@ -273,49 +287,53 @@ int ml_main(int argc, char **argv) {
         return ML_EXIT_USAGE;
     }
     /* Every position's logits, -b at a time (a batch above the context is capped at it). */
-    ml_open_opts oo = {.use_mmap = 1, .max_seq = (int)(o.ctx ? o.ctx : DEFAULT_CTX), .n_threads = (int)o.threads,
-                       .batch = o.batch ? (int)o.batch : INT_MAX, .all_logits = 1};
-    if ((st = ml_model_open(&m, o.model, &oo, &err))) return fail("loading the model", st, &err);
-    if ((st = ml_tok_load_or_embedded(&tok, o.tokenizer, m.tokenizer.data, m.tokenizer.len, m.cfg.vocab, &err))) {
-        ml_model_close(&m);
-        return fail("loading the tokenizer", st, &err);
+    lml_model_options oo = {.context = (int)(o.ctx ? o.ctx : DEFAULT_CTX), .threads = (int)o.threads,
+                            .batch = o.batch ? (int)o.batch : INT_MAX, .all_logits = 1,
+                            .no_tokenizer = 1};
+    if ((lst = lml_model_open(&m, o.model, &oo, &lerr))) return fail_api("loading the model", lst, &lerr);
+    if ((lst = lml_model_load_tokenizer(m, o.tokenizer, &lerr))) { /* NULL: the embedded one */
+        lml_model_close(m);
+        return fail_api("loading the tokenizer", lst, &lerr);
     }
+    lml_model_info info;
+    lml_model_get_info(m, &info); /* the tokenizer's too */
     char *text = NULL;
     int *tokens = NULL;
     void *iobuf = NULL;
-    scorer s = {.m = &m};
+    scorer s = {.m = m, .vocab = info.vocab};
     rc = ML_EXIT_FAIL;
-    if (o.ctx > m.cfg.max_seq) {
-        fprintf(stderr, "ml_perplexity: -c %ld exceeds the model's context of %d tokens\n", o.ctx, m.cfg.max_seq);
+    if (o.ctx > info.context) {
+        fprintf(stderr, "ml_perplexity: -c %ld exceeds the model's context of %d tokens\n", o.ctx, info.context);
         rc = ML_EXIT_USAGE;
         goto done;
     }
     if (!read_text(o.text, &text)) goto done;
-    tokens = malloc(ml_tok_max_tokens(&tok, text) * sizeof *tokens);
+    size_t cap = lml_tokenize_capacity(text);
+    tokens = malloc(cap * sizeof *tokens);
     int n_tokens = 0;
     if (!tokens) {
         fprintf(stderr, "ml_perplexity: out of memory for the tokens\n");
         goto done;
     }
-    if ((st = ml_tok_encode(&tok, text, ml_tok_add_bos(&tok), 0, 0, tokens, &n_tokens, &err))) {
-        rc = fail("tokenizing the text", st, &err);
+    if ((lst = lml_tokenize(m, text, info.add_bos, tokens, cap, &n_tokens, &lerr))) {
+        rc = fail_api("tokenizing the text", lst, &lerr);
         goto done;
     }
     s.tokens = tokens;
-    s.l = ml_ppl_layout_of(n_tokens, m.cfg.max_seq);
+    s.l = ml_ppl_layout_of(n_tokens, info.context);
     if (s.l.n_chunks == 0) {
         fprintf(stderr, "ml_perplexity: the text '%s' is %d tokens, fewer than one chunk of %d (use a smaller -c)\n",
                 o.text, n_tokens, s.l.ctx);
         goto done;
     }
-    if (ml_tok_add_bos(&tok)) /* a tokenizer without BOS (Qwen's) leaves each chunk's first token as it is */
-        for (int c = 0; c < s.l.n_chunks; c++) tokens[(long)c * s.l.ctx] = ml_tok_bos(&tok);
+    if (info.add_bos) /* a tokenizer without BOS (Qwen's) leaves each chunk's first token as it is */
+        for (int c = 0; c < s.l.n_chunks; c++) tokens[(long)c * s.l.ctx] = info.bos;
 
     if (o.kl_path) {
-        ml_kl_header h = {(uint32_t)m.cfg.vocab, (uint32_t)s.l.ctx, (uint32_t)s.l.n_chunks, (uint32_t)s.l.n_scored,
+        ml_kl_header h = {(uint32_t)info.vocab, (uint32_t)s.l.ctx, (uint32_t)s.l.n_chunks, (uint32_t)s.l.n_scored,
                           ml_tokens_hash(tokens, (long)s.l.n_chunks * s.l.ctx)};
         iobuf = malloc(KL_IO_BUFFER);
-        s.base = malloc((size_t)m.cfg.vocab * sizeof *s.base);
+        s.base = malloc((size_t)info.vocab * sizeof *s.base);
         if (!iobuf || !s.base) {
             fprintf(stderr, "ml_perplexity: out of memory for the KL base buffers\n");
             goto done;
@@ -324,10 +342,10 @@ int ml_main(int argc, char **argv) {
     }
 
     const ml_ppl_layout *l = &s.l;
-    printf("model: %s (%s, vocab %d), %s build\n", o.model, m.cfg.wtype == ML_TYPE_Q8_0 ? "Q8_0" : "Q4_0",
-           m.cfg.vocab, ML_ISA_NAME);
+    printf("model: %s (%s, vocab %d), %s build\n", o.model, info.weights,
+           info.vocab, ML_ISA_NAME);
     printf("text: %s: %d tokens%s; %d chunk%s of %d (%d tokens after the last chunk unused)\n", o.text,
-           n_tokens, ml_tok_add_bos(&tok) ? " (BOS first)" : "", l->n_chunks, l->n_chunks == 1 ? "" : "s", l->ctx,
+           n_tokens, info.add_bos ? " (BOS first)" : "", l->n_chunks, l->n_chunks == 1 ? "" : "s", l->ctx,
            n_tokens - l->n_chunks * l->ctx);
     printf("scored: the second half of each chunk, tokens %d..%d (0-based; %d per chunk, %ld in all), "
            "each with at least %d tokens of context\n",
@@ -351,7 +369,7 @@ int ml_main(int argc, char **argv) {
             fprintf(stderr, "ml_perplexity: --kl-base: %s\n", err.msg);
             goto done;
         }
-        printf("KL base: saved %ld positions x %d logits to '%s'\n", s.scored, m.cfg.vocab, o.kl_path);
+        printf("KL base: saved %ld positions x %d logits to '%s'\n", s.scored, info.vocab, o.kl_path);
     }
     fprintf(stderr, "ml_perplexity: %ld positions evaluated in %.3f s\n",
             (long)l->n_chunks * (l->ctx - 1), dt);
@@ -363,7 +381,6 @@ done:
     free(iobuf);
     free(tokens);
     free(text);
-    ml_tok_free(&tok);
-    ml_model_close(&m);
+    lml_model_close(m);
     return rc;
 }

@@ -12,10 +12,10 @@
 #include "app/run_text.h"
 #include "config/ml_config.h"
 #include "core/outfile.h"
-#include "model/generate.h"
-#include "model/model.h"
-#include "model/sampler.h"
-#include "model/tok.h"
+#include "core/status.h"
+#include "core/threads.h" /* ML_THREADS_DEFAULT_MAX */
+#include "include/legacy_ml.h"
+#include "model/bpe.h" /* ML_BPE_MAX_TOKEN_LEN */
 
 #define DEFAULT_STEPS 256
 
@@ -69,8 +69,9 @@ static void usage(FILE *f) {
             ML_STOP_MAX, DEFAULT_STEPS, ML_THREADS_DEFAULT_MAX, ML_RUN_DEFAULT_BATCH, ML_CLI_MAX_DRAFT, ML_ISA_NAME);
 }
 
-static int fail(const char *what, ml_status s, const ml_err *err) {
-    fprintf(stderr, "ml_run: %s failed (%s): %s\n", what, ml_status_name(s), err->msg);
+/* The library's statuses are model/'s (ML_E_FORMAT: the name ml_run prints). */
+static int fail(const char *what, lml_status s, const lml_error *err) {
+    fprintf(stderr, "ml_run: %s failed (%s): %s\n", what, ml_status_name((ml_status)s), err->message);
     return ML_EXIT_FAIL;
 }
 
@@ -91,8 +92,8 @@ static int parse_args(int argc, char **argv, ml_run_opts *o) {
 /* ---- output ------------------------------------------------------------ */
 
 typedef struct {
-    const ml_tok *tok;
-    ml_utf8_stream utf8; /* BPE: a character split across tokens is printed whole */
+    int byte_level;       /* BPE: a character split across tokens is printed whole ... */
+    lml_utf8_state utf8;  /* ... through this */
     FILE *logits, *ids; /* write errors stay in ferror(): finish_outputs reports them */
     int printed;        /* some text went to stdout */
     double t_prompt;    /* when the prompt had run (ml_cli_now) */
@@ -115,22 +116,23 @@ static void emit_piece(run_ctx *r, const char *piece, size_t len) {
     else if (piece) print_piece(piece, len);
 }
 
-static void show_token(run_ctx *r, int prev, int token) {
-    size_t len = 0;
-    const char *piece = ml_tok_decode(r->tok, prev, token, &len);
+static void show_piece(run_ctx *r, const char *piece, size_t len) {
     char whole[ML_BPE_MAX_TOKEN_LEN + 8];
-    if (piece && r->tok->kind == ML_TOK_KIND_BPE) {
-        len = ml_utf8_stream_feed(&r->utf8, piece, len, whole);
+    if (piece && r->byte_level) {
+        if (len > ML_BPE_MAX_TOKEN_LEN) len = ML_BPE_MAX_TOKEN_LEN; /* the longest a BPE piece is */
+        len = lml_utf8_feed(&r->utf8, piece, len, whole);
         piece = whole;
     }
     emit_piece(r, piece, len);
 }
 
-static void on_token(void *ud, int prev, int token) {
+/* Nonzero (--stop) ends the generation after a sampled token. */
+static int on_token(void *ud, int token, const char *piece, size_t len) {
     run_ctx *r = ud;
-    show_token(r, prev, token);
+    show_piece(r, piece, len);
     r->printed = 1;
     if (r->ids) fprintf(r->ids, "%d\n", token);
+    return r->stop.stopped;
 }
 
 static void on_prompt_done(void *ud, int n_prompt) {
@@ -145,12 +147,11 @@ static void emit_text(void *ud, const char *p, size_t len) {
     print_piece(p, len);
 }
 
-static int should_stop(void *ud) { return ((run_ctx *)ud)->stop.stopped; }
-
-static void on_logits(void *ud, int pos, const float *logits, int vocab) {
+static int on_logits(void *ud, int pos, const float *logits, int vocab) {
     run_ctx *r = ud;
     (void)pos;
     if (r->logits) fwrite(logits, sizeof *logits, (size_t)vocab, r->logits);
+    return 0;
 }
 
 /* --logits and --ids (core/outfile.h): each is written to a temporary and
@@ -235,64 +236,65 @@ int ml_main(int argc, char **argv) {
         return finish_outputs(outs, 2, rc);
     }
 
-    ml_err err = {{0}};
-    ml_model m;
-    ml_tok tok;
-    ml_status s;
+    lml_error err = {{0}};
+    lml_model *m;
+    lml_status s;
     double t0 = ml_cli_now();
     /* --logits wants every prompt position's logits, not only the last;
-     * speculation every drafted position's, in batches of drafts + 1. */
+     * speculation every drafted position's, in batches of drafts + 1. The
+     * tokenizer is loaded apart, so its failure keeps its own message. */
     int n_draft = ml_run_spec_drafts(&o);
-    ml_open_opts oo = {.use_mmap = o.use_mmap, .max_seq = (int)o.context, .n_threads = (int)o.threads,
-                       .batch = (int)o.batch, .all_logits = o.logits_path != NULL || n_draft};
+    lml_model_options oo = {.no_mmap = !o.use_mmap, .context = (int)o.context, .threads = (int)o.threads,
+                            .batch = (int)o.batch, .all_logits = o.logits_path != NULL || n_draft,
+                            .no_tokenizer = 1};
     if (n_draft && oo.batch < n_draft + 1) oo.batch = n_draft + 1;
-    if ((s = ml_model_open(&m, o.model, &oo, &err))) {
+    if ((s = lml_model_open(&m, o.model, &oo, &err))) {
         free(prompt_text);
         return finish_outputs(outs, 2, fail("loading the model", s, &err));
     }
-    const ml_config *c = &m.cfg;
-    memset(&tok, 0, sizeof tok);
-    if (!o.tokenizer && !m.tokenizer.len) {
+    lml_model_info info, *c = &info;
+    lml_model_get_info(m, &info);
+    if (!o.tokenizer && !info.embeds_tokenizer) {
         fprintf(stderr, "ml_run: missing -z tokenizer.bin (%s embeds no tokenizer)\n", o.model);
-        ml_model_close(&m);
+        lml_model_close(m);
         free(prompt_text);
         return finish_outputs(outs, 2, ML_EXIT_USAGE);
     }
-    s = ml_tok_load_or_embedded(&tok, o.tokenizer, m.tokenizer.data, m.tokenizer.len, c->vocab, &err);
-    if (s) {
-        ml_model_close(&m);
+    if ((s = lml_model_load_tokenizer(m, o.tokenizer, &err))) {
+        lml_model_close(m);
         free(prompt_text);
         return finish_outputs(outs, 2, fail("loading the tokenizer", s, &err));
     }
+    lml_model_get_info(m, &info);
     double t_load = ml_cli_now() - t0;
     fprintf(stderr,
             "ml_run: %s build, -t %d; prompt batch %d; model dim %d, %d layers, %d/%d heads, hidden %d, vocab %d, context %d, %s\n"
             "ml_run: weights %.2f MiB %s, arena %.2f MiB (KV cache %.2f MiB); loaded in %.1f ms\n",
-            ML_ISA_NAME, ml_pool_size(m.ops.pool), m.b.cap > 1 ? m.b.cap : 1, c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->hidden_dim, c->vocab,
-            c->max_seq, c->wtype == ML_TYPE_Q8_0 ? "Q8_0" : "Q4_0", m.weight_bytes / 1048576.0,
-            ml_file_kind_name(m.file.kind), m.arena.cap / 1048576.0,
-            m.kv_bytes / 1048576.0, t_load * 1e3);
+            lml_build_isa(), c->threads, c->batch, c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->hidden_dim, c->vocab,
+            c->context, c->weights, c->weight_bytes / 1048576.0, c->storage, c->arena_bytes / 1048576.0,
+            c->kv_bytes / 1048576.0, t_load * 1e3);
 
     /* Steps: explicit values must fit the context; the default shrinks to it. */
-    int steps = o.steps < 0 ? (DEFAULT_STEPS < c->max_seq ? DEFAULT_STEPS : c->max_seq)
-                : o.steps == 0 ? c->max_seq : (int)o.steps;
+    int steps = o.steps < 0 ? (DEFAULT_STEPS < c->context ? DEFAULT_STEPS : c->context)
+                : o.steps == 0 ? c->context : (int)o.steps;
     int *prompt = NULL;
     ml_run_spec spec;
-    if ((rc = ml_run_spec_open(&spec, &o, &m, &tok)) != ML_EXIT_OK) goto done;
+    if ((rc = ml_run_spec_open(&spec, &o, m)) != ML_EXIT_OK) goto done;
     rc = ML_EXIT_FAIL;
-    if (o.steps > c->max_seq) {
+    if (o.steps > c->context) {
         fprintf(stderr, "ml_run: -n %ld exceeds the context of %d tokens (use -n 0 for all of it)\n",
-                o.steps, c->max_seq);
+                o.steps, c->context);
         rc = ML_EXIT_USAGE;
         goto done;
     }
-    prompt = malloc(ml_tok_max_tokens(&tok, o.prompt) * sizeof *prompt);
+    size_t cap = lml_tokenize_capacity(o.prompt);
+    prompt = malloc(cap * sizeof *prompt);
     if (!prompt) {
         fprintf(stderr, "ml_run: out of memory for the prompt\n");
         goto done;
     }
     int n_prompt = 0;
-    if ((s = ml_tok_encode(&tok, o.prompt, ml_tok_add_bos(&tok), 0, 0, prompt, &n_prompt, &err))) {
+    if ((s = lml_tokenize(m, o.prompt, c->add_bos, prompt, cap, &n_prompt, &err))) {
         rc = fail("encoding the prompt", s, &err);
         goto done;
     }
@@ -301,43 +303,38 @@ int ml_main(int argc, char **argv) {
         rc = ML_EXIT_USAGE;
         goto done;
     }
-    if (o.steps < 0 && n_prompt > steps) steps = c->max_seq; /* a long prompt, no -n */
+    if (o.steps < 0 && n_prompt > steps) steps = c->context; /* a long prompt, no -n */
     if (n_prompt > steps) {
         fprintf(stderr, "ml_run: the prompt is %d tokens, more than %s of %d\n", n_prompt,
-                n_prompt > c->max_seq ? "the context" : "-n", n_prompt > c->max_seq ? c->max_seq : steps);
+                n_prompt > c->context ? "the context" : "-n", n_prompt > c->context ? c->context : steps);
         rc = ML_EXIT_USAGE;
         goto done;
     }
-    run_ctx r = {.tok = &tok, .logits = outs[0].o.f, .ids = outs[1].o.f};
+    run_ctx r = {.byte_level = c->byte_level, .logits = outs[0].o.f, .ids = outs[1].o.f};
     /* on_token sees every token after the first, forced or sampled; the
      * prompt's own pieces are echoed as they are fed, like llama2.c. */
     if (r.ids) fprintf(r.ids, "%d\n", prompt[0]);
-    if (!ml_tok_add_bos(&tok)) show_token(&r, -1, prompt[0]); /* no BOS: the prompt's first token is text */
-    ml_stop_text_init(&r.stop, o.stops, o.n_stops, emit_text, NULL);
-    ml_gen_callbacks cb = {.on_logits = r.logits ? on_logits : NULL, .on_token = on_token,
-                           .on_prompt_done = on_prompt_done, .should_stop = should_stop, .ud = &r};
-    if (tok.kind == ML_TOK_KIND_BPE) /* BPE: its end of text and end of turn, not ids 1 and 2 */
-        for (int id, k = 0; k < 2; k++)
-            if ((id = k ? ml_tok_eot(&tok) : ml_tok_eos(&tok)) >= 0) cb.stop[cb.n_stop++] = id;
-    if (tok.kind == ML_TOK_KIND_BPE && !cb.n_stop) cb.stop[cb.n_stop++] = -1; /* none: run to -n */
-    ml_sampler smp;
-    unsigned long long seed = o.seed ? o.seed : (unsigned long long)time(NULL);
-    ml_sampler_init(&smp, c->vocab, (float)o.temperature, (float)o.topp, seed, m.s.sampler_scratch);
-    if ((s = ml_sampler_set_filters(&smp, (int)o.top_k, (float)o.min_p, (float)o.repeat_penalty,
-                                    (int)o.repeat_last_n, c->max_seq, &err))) {
-        rc = fail("setting up the sampler", s, &err);
-        goto done;
+    if (!c->add_bos) { /* no BOS: the prompt's first token is text */
+        size_t len = 0;
+        const char *piece = lml_token_piece(m, -1, prompt[0], &len);
+        show_piece(&r, piece, len);
     }
+    ml_stop_text_init(&r.stop, o.stops, o.n_stops, emit_text, NULL);
+    lml_callbacks cb = {.on_logits = r.logits ? on_logits : NULL, .on_token = on_token,
+                        .on_prompt_done = on_prompt_done, .ud = &r};
+    lml_sampler_options smp = {.temperature = (float)o.temperature, .top_p = (float)o.topp, .top_k = (int)o.top_k,
+                               .min_p = (float)o.min_p, .repeat_penalty = (float)o.repeat_penalty,
+                               .repeat_last_n = (int)o.repeat_last_n,
+                               .seed = o.seed ? o.seed : (unsigned long long)time(NULL)};
 
     int n_pos = 0;
     double t1 = ml_cli_now();
-    s = spec.n_draft ? ml_generate_spec(&m, &smp, &spec.sp, prompt, n_prompt, steps, &cb, &n_pos, &err)
-                     : ml_generate(&m, &smp, prompt, n_prompt, steps, &cb, &n_pos, &err);
+    s = lml_generate(m, prompt, n_prompt, steps, &smp, &cb, &n_pos, &err);
     double dt = ml_cli_now() - t1;
     char rest[8];
-    emit_piece(&r, rest, ml_utf8_stream_flush(&r.utf8, rest));
+    emit_piece(&r, rest, lml_utf8_flush(&r.utf8, rest));
     ml_stop_text_flush(&r.stop);
-    if (s == ML_OK || r.printed) printf("\n"); /* a refusal before any text prints none */
+    if (s == LML_OK || r.printed) printf("\n"); /* a refusal before any text prints none */
     if (s) {
         rc = fail("generating", s, &err);
         goto done;
@@ -350,7 +347,7 @@ int ml_main(int argc, char **argv) {
     double dp = r.t_prompt - t1, dg = dt - dp;
     fprintf(stderr, "ml_run: %d tokens in %.3f s: %.1f tok/s, %.3f ms/token; prompt %d in %.3f s (%.1f tok/s, -b %d),"
             " then %d in %.3f s (%.1f tok/s)\n", n_pos, dt, dt > 0 ? n_pos / dt : 0.0, n_pos ? dt * 1e3 / n_pos : 0.0,
-            n_prompt, dp, dp > 0 ? n_prompt / dp : 0.0, m.b.cap > 1 ? m.b.cap : 1, n_pos - n_prompt, dg,
+            n_prompt, dp, dp > 0 ? n_prompt / dp : 0.0, c->batch, n_pos - n_prompt, dg,
             dg > 0 ? (n_pos - n_prompt) / dg : 0.0);
     if (spec.n_draft) ml_run_spec_report(&spec, stderr);
 done:
@@ -358,7 +355,6 @@ done:
     free(prompt);
     free(prompt_text);
     ml_run_spec_close(&spec);
-    ml_tok_free(&tok);
-    ml_model_close(&m);
+    lml_model_close(m);
     return rc;
 }

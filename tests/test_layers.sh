@@ -9,7 +9,9 @@
 #             binding config/ml_config.h, and calls kernels by their generic
 #             names (ml_k_matvec_q8), never an ISA's symbol (ml_k_matvec_q8_avx2);
 #   model/    the forward pass, loader, sampler: includes only core/, ops/ and
-#             model/ (never kernels/ nor config/) and calls no ml_k_* at all.
+#             model/ (never kernels/ nor config/) and calls no ml_k_* at all;
+#   api/      the public API include/legacy_ml.h over model/: includes only core/,
+#             model/, api/, include/ and config/ml_config.h (the ISA's name).
 # Each rule is one counted check over every .c/.h of its folder (quoted
 # includes; identifiers outside comments and strings), and each is shown to
 # fail on a tree that breaks it.
@@ -58,6 +60,9 @@ rule_model_includes() {
 rule_model_kernels() {
     code_ids "$1" model '^ml_k_'
 }
+rule_api() {
+    includes "$1" api | grep -Ev ':(core/|model/|api/|include/)[^:]*$|:config/ml_config\.h$'
+}
 
 # name | what it asserts | a file and line that break it (for the self-test)
 RULES="
@@ -67,6 +72,7 @@ ops_includes|ops/ includes only core/, ops/ and config/ml_config.h|ops/x.c|#incl
 ops_symbols|ops/ calls kernels by generic name only, no ml_k_*_<isa>|ops/x.c|void f(void) { ml_k_add_avx2(0, 0, 0); /* ml_k_add_sse2 */ }
 model_includes|model/ includes only core/, ops/ and model/ (no kernels/, no config/)|model/x.c|#include \"config/ml_config.h\"
 model_kernels|model/ calls no ml_k_* (every kernel through ops/)|model/x.c|void f(float *x) { ml_k_softmax(x, 4); }
+api|api/ includes only core/, model/, api/, include/ and config/ml_config.h|api/x.c|#include \"ops/ops.h\"
 "
 rule_names=$(awk -F'|' 'NF { print $1 }' <<<"$RULES")
 
@@ -98,7 +104,7 @@ while IFS='|' read -r r what f line; do
     # The rule fails on a tree that breaks it, and only it does. The tree
     # also holds what must pass: includes and names in comments and strings.
     t=$tmpd/$r
-    mkdir -p "$t/core" "$t/kernels/scalar" "$t/ops" "$t/model"
+    mkdir -p "$t/core" "$t/kernels/scalar" "$t/ops" "$t/model" "$t/api"
     printf '/* #include "kernels/x.h", ml_k_add */\n#include "ops/ops.h"\nconst char *s = "ml_k_add";\n' >"$t/model/ok.c"
     printf '%s\n' "$line" >"$t/$f"
     found=$("rule_$r" "$t") others=$(all_but "$t" "$r")

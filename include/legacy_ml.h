@@ -1,0 +1,246 @@
+/* legacy_ml.h: the public API of the legacy-ml library (libml.a, libml.so).
+ *
+ * The one header an application includes; nothing else is exported. Every
+ * name starts with lml_ / LML_. Handles are opaque; a model is used by one
+ * thread at a time (two models may run in two threads at once).
+ *
+ *   lml_model *m;
+ *   lml_error e;
+ *   lml_model_options o = {0};               (zero: every default)
+ *   o.tokenizer = "tokenizer.bin";
+ *   if (lml_model_open(&m, "model.mlb", &o, &e)) { puts(e.message); return 1; }
+ *   ...                                      (lml_tokenize, lml_generate, lml_eval)
+ *   lml_model_close(m);
+ *
+ * Errors: a function that can fail returns an lml_status (LML_OK = 0) and,
+ * when err is not NULL, writes a one-line reason into err->message
+ * ("field: expected X, got Y"). Nothing here prints, exits or aborts.
+ *
+ * The ISA: a library is built for one instruction set (make lib ISA=avx2).
+ * lml_model_open and lml_model_open_memory first check that this CPU runs
+ * it and otherwise return LML_E_ISA naming the missing features; nothing
+ * built for the ISA runs before that check. lml_cpu_check asks the same
+ * question without a model. */
+#ifndef LEGACY_ML_H
+#define LEGACY_ML_H
+
+#include <stddef.h>
+
+#if defined(_WIN32) && defined(LML_BUILD_DLL)
+#define LML_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define LML_API __attribute__((visibility("default")))
+#else
+#define LML_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- status and errors ------------------------------------------------- */
+
+typedef enum {
+    LML_OK = 0,
+    LML_E_IO,     /* a file missing, unreadable or short */
+    LML_E_FORMAT, /* a model or tokenizer file that is malformed */
+    LML_E_SHAPE,  /* dimensions the runtime cannot run */
+    LML_E_NOMEM,  /* out of memory while opening */
+    LML_E_ISA,    /* this CPU lacks the instruction set the library was built for */
+    LML_E_ARG     /* a bad argument (NULL, out of range, no tokenizer, ...) */
+} lml_status;
+
+typedef struct {
+    char message[512]; /* NUL-terminated; "" after success */
+} lml_error;
+
+/* "LML_E_FORMAT"; "LML_E_?" for an unknown code. */
+LML_API const char *lml_status_name(lml_status s);
+
+/* ---- the library ------------------------------------------------------- */
+
+/* "0.3.0" (semantic versioning; the shared library's soname carries it). */
+LML_API const char *lml_version(void);
+/* The ISA the library was built for: "scalar", "sse2", ..., "avx2", "neon". */
+LML_API const char *lml_build_isa(void);
+/* LML_OK if this CPU (and OS) runs this library's ISA, else LML_E_ISA with
+ * the missing features and the best build for this CPU in err. Safe to call
+ * on any CPU of the architecture. */
+LML_API lml_status lml_cpu_check(lml_error *err);
+
+/* ---- models ------------------------------------------------------------ */
+
+typedef struct lml_model lml_model;
+
+/* Zero means the default for every field. */
+typedef struct {
+    const char *tokenizer; /* llama2.c tokenizer.bin or a byte-level BPE tokenizer file
+                              (tools/tokfile.py); NULL: the one the model file embeds
+                              (.mlb version 2), or none (lml_tokenize and the pieces of
+                              lml_generate then need one: LML_E_ARG) */
+    int no_tokenizer;      /* 1: load none at open, not even the embedded one
+                              (lml_model_load_tokenizer later) */
+    int threads;           /* worker threads; 0: the CPUs this process may use, at
+                              most 8 (1 in a library built without threads) */
+    int context;           /* cap the context (and KV cache) at this many tokens; 0: the model's */
+    int batch;             /* prompt tokens per forward step; 0: 128; 1: token by token.
+                              Results are the same bits for every batch */
+    int no_mmap;           /* 1: read the file into memory instead of mapping it */
+    int all_logits;        /* 1: room to pass every prompt position's logits to a
+                              callback in batches (otherwise such a prompt runs token
+                              by token: same logits, slower) */
+} lml_model_options;
+
+/* Open a .mlb model (tools/convert.py) at path; opts may be NULL. *out is
+ * NULL on failure. */
+LML_API lml_status lml_model_open(lml_model **out, const char *path, const lml_model_options *opts,
+                                  lml_error *err);
+/* The same from a .mlb image in memory: data must be 64-byte aligned and stay
+ * valid and unchanged until lml_model_close (the weights are used in place). */
+LML_API lml_status lml_model_open_memory(lml_model **out, const void *data, size_t size,
+                                         const lml_model_options *opts, lml_error *err);
+/* Load (or replace) the model's tokenizer: a llama2.c tokenizer.bin whose
+ * token count equals the model's vocab. On failure the model keeps none. */
+/* path NULL: the tokenizer the model file embeds (LML_E_ARG when it has none). */
+LML_API lml_status lml_model_load_tokenizer(lml_model *m, const char *path, lml_error *err);
+/* Free everything the model holds; NULL is fine. */
+LML_API void lml_model_close(lml_model *m);
+
+typedef struct {
+    int vocab;          /* tokens */
+    int context;        /* the context of this run (the model's, or opts.context) */
+    int train_context;  /* the context the model was trained for */
+    int dim, n_layers, n_heads, n_kv_heads, hidden_dim;
+    int threads;        /* workers actually used */
+    int batch;          /* prompt tokens per forward step actually used (>= 1) */
+    const char *weights;/* "Q8_0" or "Q4_0" */
+    int f16_scales;     /* 1: the blocks' scales are fp16 (.mlb version 2, stype 1), 0: fp32 */
+    const char *storage;/* how the file is held: "mapped", "read", ... */
+    size_t weight_bytes;/* bytes of the file the weights occupy */
+    size_t arena_bytes; /* run buffers, KV cache included */
+    size_t kv_bytes;    /* the KV cache */
+    size_t decode_bytes;/* weight bytes one decode step reads: every matrix, one embedding row */
+    /* the family's shape (.mlb version 2: Qwen2, Qwen3, Llama 3) */
+    int file_version;   /* the .mlb version: 1 or 2 */
+    int head_dim;       /* per head (dim / n_heads unless the file sets it) */
+    int qkv_bias;       /* 1: q/k/v biases (Qwen2) */
+    int qk_norm;        /* 1: q/k head norms (Qwen3) */
+    const char *rope_scaling; /* "none" or "llama3" */
+    int embeds_tokenizer; /* 1: the file holds its tokenizer (used without options.tokenizer) */
+    size_t chat_template_bytes; /* the embedded chat template's size; 0: none */
+    /* the loaded tokenizer (all 0 and tokenizer NULL without one) */
+    const char *tokenizer; /* its kind: "SentencePiece (tokenizer.bin)", "byte-level BPE (...)" */
+    int bos, eos, eot;  /* special ids; -1: the vocabulary has none */
+    int add_bos;        /* 1: a prompt starts with bos (pass it to lml_tokenize) */
+    int byte_level;     /* 1: byte-level BPE: a piece may be part of a UTF-8 character */
+} lml_model_info;
+
+LML_API void lml_model_get_info(const lml_model *m, lml_model_info *info);
+
+/* ---- tokens ------------------------------------------------------------ */
+
+#define LML_TOKEN_BOS 1 /* begin of sequence (SentencePiece; lml_model_info.bos in general) */
+#define LML_TOKEN_EOS 2 /* end of sequence (SentencePiece; lml_model_info.eos in general) */
+
+/* Entries the tokens buffer of lml_tokenize needs for text: 10 * strlen(text)
+ * + 16 (enough for either kind of tokenizer). */
+LML_API size_t lml_tokenize_capacity(const char *text);
+/* Encode UTF-8 text (BOS first if add_bos and the vocabulary has one;
+ * lml_model_info.add_bos is the tokenizer's own rule) into tokens[0..*n_tokens).
+ * capacity below lml_tokenize_capacity(text) is LML_E_ARG (the buffer is
+ * also the encoder's workspace). Invalid UTF-8 is encoded byte by byte. */
+LML_API lml_status lml_tokenize(const lml_model *m, const char *text, int add_bos, int *tokens,
+                                size_t capacity, int *n_tokens, lml_error *err);
+/* The bytes of token when it follows prev (streaming-safe: a piece depends
+ * on the previous token only, e.g. the leading space after BOS is dropped;
+ * prev < 0: no previous token). *len bytes (a piece may hold a NUL, or one
+ * byte of a UTF-8 sequence that later pieces complete); valid while the
+ * model is open. NULL and *len 0 for a token outside the vocab or without
+ * a tokenizer. A byte-level BPE piece may be part of a UTF-8 character:
+ * print pieces through an lml_utf8_state. */
+LML_API const char *lml_token_piece(const lml_model *m, int prev, int token, size_t *len);
+
+/* Streaming UTF-8: a character whose bytes arrive in two pieces is released
+ * once, whole. Start zeroed; feed each piece, out receives the bytes ready
+ * (at most len + 4; the count is returned); flush at the end (at most 4).
+ * A byte that cannot start or continue a character is released as it is. */
+typedef struct {
+    unsigned char pend[4];
+    int n, need;
+} lml_utf8_state;
+LML_API size_t lml_utf8_feed(lml_utf8_state *st, const char *piece, size_t len, char *out);
+LML_API size_t lml_utf8_flush(lml_utf8_state *st, char *out);
+
+/* ---- running ----------------------------------------------------------- */
+
+/* Receives the logits of position pos (vocab floats, valid during the call).
+ * Returns 0 to go on; nonzero stops the run (see lml_eval, lml_generate). */
+typedef int (*lml_logits_fn)(void *ud, int pos, const float *logits, int vocab);
+
+/* Run tokens[0..n) at positions pos0 .. pos0+n-1 (their keys and values go
+ * into the cache; a later call continues at pos0+n, or starts again at 0).
+ * each, if not NULL, receives every position's logits in order; when it
+ * returns nonzero, lml_eval stops there and returns that value as its status
+ * (err: "stopped by the logits callback"). Afterwards lml_logits holds the
+ * last position's. */
+LML_API lml_status lml_eval(lml_model *m, const int *tokens, int n, int pos0, lml_logits_fn each,
+                            void *ud, lml_error *err);
+/* The logits of the last position run (vocab floats), overwritten by the
+ * next lml_eval or lml_generate. */
+LML_API const float *lml_logits(const lml_model *m);
+
+typedef struct {
+    float temperature;    /* >= 0; 0: greedy */
+    float top_p;          /* in [0, 1]; 0 or 1: off */
+    int top_k;            /* >= 0; 0: off */
+    float min_p;          /* in [0, 1]; 0: off */
+    float repeat_penalty; /* > 0; 1: off */
+    int repeat_last_n;    /* the penalty's window in tokens; 0: off; -1: the context */
+    unsigned long long seed; /* the same seed, the same text, on every build */
+} lml_sampler_options;
+
+/* ml_run's defaults: temperature 1, top_p 0.9, the filters off, window 64,
+ * seed 0 (give your own). */
+LML_API lml_sampler_options lml_sampler_defaults(void);
+
+typedef struct {
+    /* Each token after the first, with its piece (lml_token_piece of it
+     * after the one before): first the prompt's own tokens (once the prompt
+     * has run), then the sampled ones; piece NULL without a tokenizer.
+     * Nonzero stops the generation: at once after a sampled token, after the
+     * first sampled one during the prompt's. A sampled BOS or EOS ends the
+     * generation without reaching here. Optional. */
+    int (*on_token)(void *ud, int token, const char *piece, size_t len);
+    /* Once the prompt has run, before the first sampled token. Optional. */
+    void (*on_prompt_done)(void *ud, int n_prompt);
+    /* Every position's logits before sampling; nonzero stops the generation
+     * after the next sampled token. Optional. */
+    lml_logits_fn on_logits;
+    void *ud;
+} lml_callbacks;
+
+/* Run prompt[0..n_prompt) (normally BOS first) from position 0, then sample
+ * token by token until a sampled stop token, a stop from on_token, or
+ * `steps` positions (prompt included; 1 <= n_prompt <= steps <= context).
+ * sampler NULL: lml_sampler_defaults(). *n_pos (may be NULL): positions run.
+ * With speculation set (lml_model_speculate) the tokens, logits and
+ * callbacks are the same; only the speed changes. */
+LML_API lml_status lml_generate(lml_model *m, const int *prompt, int n_prompt, int steps,
+                                const lml_sampler_options *sampler, const lml_callbacks *cb,
+                                int *n_pos, lml_error *err);
+
+/* Speculative decoding for m's lml_generate: n_draft (1 .. 64) drafted
+ * tokens per step at most, from prompt lookup (draft NULL) or from the draft
+ * model (same vocabulary, context >= m's; it must stay open while set).
+ * m must be opened with all_logits and a batch >= n_draft + 1. When the
+ * draft's tokenizer was given (its options.tokenizer), its pieces must be m's.
+ * n_draft 0 turns it off. Allocates (call it after opening, not per run). */
+LML_API lml_status lml_model_speculate(lml_model *m, int n_draft, lml_model *draft, lml_error *err);
+/* Speculation's counters so far: drafts checked, drafts accepted, model steps. */
+LML_API void lml_speculation_stats(const lml_model *m, long *drafted, long *accepted, long *steps);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

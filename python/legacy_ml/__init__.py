@@ -1,0 +1,377 @@
+"""legacy_ml: small Llama-family models from Python, through ctypes over
+libml.so (include/legacy_ml.h). No compiled extension, no dependency; numpy,
+when present, makes Model.logits return an array.
+
+    import legacy_ml
+    with legacy_ml.Model("model.mlb", tokenizer="tokenizer.bin") as m:
+        print(m.generate("Once upon a time", max_tokens=64, temperature=0))
+        for piece in m.stream("Lily", max_tokens=32, seed=42):
+            print(piece, end="", flush=True)
+
+The package holds a libml.so per ISA of this architecture; at import the
+fastest one whose own CPU check (lml_cpu_check) passes is loaded.
+LEGACY_ML_ISA=<isa> forces one (an error if this CPU cannot run it)."""
+import codecs
+import ctypes as C
+import os
+import queue
+import threading
+import time
+
+__all__ = ["Model", "LegacyMLError", "build_info"]
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_LIBDIR = os.path.join(_HERE, "lib")
+
+
+class LegacyMLError(Exception):
+    """A failed library call: .status is the code's name ("LML_E_IO"), the
+    message the library's reason."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+
+
+# ---- the C types of include/legacy_ml.h -------------------------------------
+
+class _Error(C.Structure):
+    _fields_ = [("message", C.c_char * 512)]
+
+
+class _ModelOptions(C.Structure):
+    _fields_ = [("tokenizer", C.c_char_p), ("no_tokenizer", C.c_int), ("threads", C.c_int), ("context", C.c_int),
+                ("batch", C.c_int), ("no_mmap", C.c_int), ("all_logits", C.c_int)]
+
+
+class _ModelInfo(C.Structure):
+    _fields_ = [(n, C.c_int) for n in ("vocab", "context", "train_context", "dim", "n_layers", "n_heads",
+                                       "n_kv_heads", "hidden_dim", "threads", "batch")] + \
+               [("weights", C.c_char_p), ("storage", C.c_char_p), ("weight_bytes", C.c_size_t),
+                ("arena_bytes", C.c_size_t), ("kv_bytes", C.c_size_t), ("decode_bytes", C.c_size_t)] + \
+               [(n, C.c_int) for n in ("file_version", "head_dim", "qkv_bias", "qk_norm")] + \
+               [("rope_scaling", C.c_char_p), ("embeds_tokenizer", C.c_int), ("chat_template_bytes", C.c_size_t),
+                ("tokenizer", C.c_char_p)] + \
+               [(n, C.c_int) for n in ("bos", "eos", "eot", "add_bos", "byte_level")]
+
+
+class _SamplerOptions(C.Structure):
+    _fields_ = [("temperature", C.c_float), ("top_p", C.c_float), ("top_k", C.c_int), ("min_p", C.c_float),
+                ("repeat_penalty", C.c_float), ("repeat_last_n", C.c_int), ("seed", C.c_ulonglong)]
+
+
+_TOKEN_FN = C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_int, C.POINTER(C.c_char), C.c_size_t)
+_PROMPT_FN = C.CFUNCTYPE(None, C.c_void_p, C.c_int)
+_LOGITS_FN = C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_int, C.POINTER(C.c_float), C.c_int)
+
+
+class _Callbacks(C.Structure):
+    _fields_ = [("on_token", _TOKEN_FN), ("on_prompt_done", _PROMPT_FN), ("on_logits", _LOGITS_FN),
+                ("ud", C.c_void_p)]
+
+
+def _declare(lib):
+    P, I, S = C.c_void_p, C.c_int, C.c_size_t
+    E = C.POINTER(_Error)
+    sigs = {
+        "lml_status_name": (C.c_char_p, [I]),
+        "lml_version": (C.c_char_p, []),
+        "lml_build_isa": (C.c_char_p, []),
+        "lml_cpu_check": (I, [E]),
+        "lml_model_open": (I, [C.POINTER(P), C.c_char_p, C.POINTER(_ModelOptions), E]),
+        "lml_model_close": (None, [P]),
+        "lml_model_get_info": (None, [P, C.POINTER(_ModelInfo)]),
+        "lml_tokenize_capacity": (S, [C.c_char_p]),
+        "lml_tokenize": (I, [P, C.c_char_p, I, C.POINTER(I), S, C.POINTER(I), E]),
+        "lml_token_piece": (C.POINTER(C.c_char), [P, I, I, C.POINTER(S)]),
+        "lml_eval": (I, [P, C.POINTER(I), I, I, _LOGITS_FN, P, E]),
+        "lml_generate": (I, [P, C.POINTER(I), I, I, C.POINTER(_SamplerOptions), C.POINTER(_Callbacks),
+                             C.POINTER(I), E]),
+    }
+    for name, (res, args) in sigs.items():
+        f = getattr(lib, name)
+        f.restype, f.argtypes = res, args
+    return lib
+
+
+# ---- picking the build --------------------------------------------------------
+
+def _built_isas():
+    try:
+        with open(os.path.join(_LIBDIR, "isas.txt")) as f:
+            return [line.strip() for line in f if line.strip()]
+    except OSError:
+        return []
+
+
+def _try(isa):
+    """(lib, None) if this CPU runs isa's library, else (None, reason)."""
+    path = os.path.join(_LIBDIR, isa, "libml.so")
+    if not os.path.isfile(path):
+        return None, f"no library for ISA '{isa}' in {_LIBDIR} (built: {' '.join(_built_isas()) or 'none'})"
+    lib = _declare(C.CDLL(path))
+    err = _Error()
+    if lib.lml_cpu_check(C.byref(err)):
+        return None, err.message.decode("utf-8", "replace")
+    return lib, None
+
+
+def _load():
+    forced = os.environ.get("LEGACY_ML_ISA")
+    if forced:
+        lib, why = _try(forced)
+        if lib is None:
+            raise ImportError(f"legacy_ml: LEGACY_ML_ISA={forced}: {why}")
+        return lib
+    reasons = []
+    for isa in reversed(_built_isas()):  # fastest first
+        lib, why = _try(isa)
+        if lib is not None:
+            return lib
+        reasons.append(why)
+    raise ImportError("legacy_ml: no usable libml.so: " + ("; ".join(reasons) or f"none in {_LIBDIR}"))
+
+
+_lib = _load()
+
+
+def build_info():
+    """The loaded library: version, ISA, the ISAs built, its path."""
+    return {"version": _lib.lml_version().decode(), "isa": _lib.lml_build_isa().decode(),
+            "built": _built_isas(), "library": _lib._name}
+
+
+def _check(status, err):
+    if status:
+        raise LegacyMLError(_lib.lml_status_name(status).decode(), err.message.decode("utf-8", "replace"))
+
+
+# ---- stop strings -------------------------------------------------------------
+
+class _StopText:
+    """Text in, text out, up to a stop string: what may start one is held
+    back until it cannot (so a stop string is never yielded)."""
+
+    def __init__(self, stops):
+        self.stops = [s for s in (stops or []) if s]
+        self.held = ""
+        self.stopped = False
+
+    def feed(self, text):
+        if self.stopped:
+            return ""
+        t = self.held + text
+        hits = [i for i in (t.find(s) for s in self.stops) if i >= 0]
+        if hits:
+            self.stopped, self.held = True, ""
+            return t[:min(hits)]
+        keep = 0  # the longest tail of t that begins a stop string
+        for s in self.stops:
+            for n in range(min(len(s) - 1, len(t)), keep, -1):
+                if s.startswith(t[-n:]):
+                    keep = n
+                    break
+        self.held = t[len(t) - keep:] if keep else ""
+        return t[:len(t) - keep]
+
+    def flush(self):
+        out, self.held = ("" if self.stopped else self.held), ""
+        return out
+
+
+# ---- the model ------------------------------------------------------------------
+
+class Model:
+    """A .mlb model (tools/convert.py) and its tokenizer: a llama2.c
+    tokenizer.bin or a BPE tokenizer file (tools/tokfile.py); without
+    tokenizer=, the one a .mlb version 2 model embeds. Use it from one thread
+    at a time; close() (or a with block) frees it."""
+
+    def __init__(self, path, tokenizer=None, threads=None, context=None, batch=None, mmap=True):
+        self._h = None
+        for name, v in (("threads", threads), ("context", context), ("batch", batch)):
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+                raise ValueError(f"{name}: expected a positive integer, got {v!r}")
+        opts = _ModelOptions(tokenizer=os.fsencode(tokenizer) if tokenizer is not None else None,
+                             threads=threads or 0, context=context or 0, batch=batch or 0,
+                             no_mmap=0 if mmap else 1, all_logits=1)
+        h, err = C.c_void_p(), _Error()
+        _check(_lib.lml_model_open(C.byref(h), os.fsencode(path), C.byref(opts), C.byref(err)), err)
+        self._h = h
+        info = _ModelInfo()
+        _lib.lml_model_get_info(h, C.byref(info))
+        self.vocab, self.context = info.vocab, info.context
+        # None: no tokenizer (a version-1 file without tokenizer=): logits only
+        self.tokenizer_kind = info.tokenizer.decode() if info.tokenizer else None
+        self._bos, self._eos, self._add_bos = info.bos, info.eos, bool(info.add_bos)
+
+    # -- lifetime --
+    def close(self):
+        if self._h is not None:
+            _lib.lml_model_close(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+    def _handle(self):
+        if self._h is None:
+            raise LegacyMLError("LML_E_ARG", "the model is closed")
+        return self._h
+
+    # -- tokens --
+    def tokenize(self, text, bos=None):
+        """Token ids of text; BOS first when bos (default: the tokenizer's
+        rule; a vocabulary without BOS never gets one)."""
+        if bos is None:
+            bos = self._add_bos
+        b = text.encode("utf-8")
+        cap = _lib.lml_tokenize_capacity(b)
+        buf, n, err = (C.c_int * cap)(), C.c_int(), _Error()
+        _check(_lib.lml_tokenize(self._handle(), b, 1 if bos else 0, buf, cap, C.byref(n), C.byref(err)), err)
+        return list(buf[:n.value])
+
+    def _piece(self, prev, token):
+        n = C.c_size_t()
+        p = _lib.lml_token_piece(self._handle(), prev, token, C.byref(n))
+        return C.string_at(p, n.value) if p else b""
+
+    def detokenize(self, ids):
+        """The text of ids (BOS, EOS and BPE control tokens give none;
+        invalid UTF-8 is replaced)."""
+        out, prev = [], -1
+        for t in ids:
+            t = int(t)
+            if not 0 <= t < self.vocab:
+                raise LegacyMLError("LML_E_ARG", f"token: expected an id in 0..{self.vocab - 1}, got {t}")
+            if t not in (self._bos, self._eos):
+                out.append(self._piece(prev, t))
+            prev = t
+        return b"".join(out).decode("utf-8", "replace")
+
+    # -- logits --
+    def logits(self, ids):
+        """Every position's logits of ids run from position 0: an (n, vocab)
+        float32 numpy array, or a list of lists without numpy."""
+        ids = [int(t) for t in ids]
+        rows = []
+
+        def each(ud, pos, lp, vocab):
+            rows.append(bytes(C.string_at(lp, vocab * 4)))
+            return 0
+
+        fn = _LOGITS_FN(each)
+        arr, err = (C.c_int * max(len(ids), 1))(*ids), _Error()
+        _check(_lib.lml_eval(self._handle(), arr, len(ids), 0, fn, None, C.byref(err)), err)
+        try:
+            import numpy as np
+            return np.frombuffer(b"".join(rows), dtype=np.float32).reshape(len(rows), self.vocab).copy()
+        except ImportError:
+            import array
+            out = []
+            for r in rows:
+                a = array.array("f")
+                a.frombytes(r)
+                out.append(a.tolist())
+            return out
+
+    # -- generation --
+    def _run(self, prompt, max_tokens, temperature, top_p, top_k, min_p, repeat_penalty, repeat_last_n, seed,
+             on_text):
+        """Generate after prompt; on_text(str) gets the new text as it comes
+        and returns True to stop."""
+        if not isinstance(max_tokens, int) or max_tokens < 0:
+            raise ValueError(f"max_tokens: expected an integer >= 0, got {max_tokens!r}")
+        ids = self.tokenize(prompt)
+        steps = min(len(ids) + max_tokens, self.context)
+        if len(ids) > self.context:
+            raise LegacyMLError("LML_E_ARG", f"prompt: {len(ids)} tokens, more than the context of {self.context}")
+        if seed is None:
+            seed = time.time_ns() & 0xFFFFFFFFFFFFFFFF
+        so = _SamplerOptions(temperature, top_p, top_k, min_p, repeat_penalty, repeat_last_n, seed)
+        dec = codecs.getincrementaldecoder("utf-8")("replace")
+        state = {"prompt": True}
+
+        def on_token(ud, token, piece, n):
+            if state["prompt"]:
+                return 0
+            text = dec.decode(C.string_at(piece, n) if piece else b"")
+            return 1 if text and on_text(text) else 0
+
+        def on_prompt_done(ud, n_prompt):
+            state["prompt"] = False
+
+        cb = _Callbacks(_TOKEN_FN(on_token), _PROMPT_FN(on_prompt_done), _LOGITS_FN(), None)
+        arr, err, n_pos = (C.c_int * len(ids))(*ids), _Error(), C.c_int()
+        if max_tokens == 0:
+            return
+        _check(_lib.lml_generate(self._handle(), arr, len(ids), steps, C.byref(so), C.byref(cb), C.byref(n_pos),
+                                 C.byref(err)), err)
+        tail = dec.decode(b"", final=True)
+        if tail:
+            on_text(tail)
+
+    def generate(self, prompt, max_tokens=256, temperature=1.0, top_p=0.9, seed=None, stop=None, top_k=0,
+                 min_p=0.0, repeat_penalty=1.0, repeat_last_n=64):
+        """The text generated after prompt (not the prompt itself): up to
+        max_tokens tokens, the end of the story, or a stop string (not
+        included). temperature=0: greedy."""
+        st, out = _StopText(stop), []
+
+        def on_text(t):
+            out.append(st.feed(t))
+            return st.stopped
+
+        self._run(prompt, max_tokens, temperature, top_p, top_k, min_p, repeat_penalty, repeat_last_n, seed, on_text)
+        out.append(st.flush())
+        return "".join(out)
+
+    def stream(self, prompt, max_tokens=256, temperature=1.0, top_p=0.9, seed=None, stop=None, top_k=0,
+               min_p=0.0, repeat_penalty=1.0, repeat_last_n=64):
+        """generate() piece by piece: yields the text as it is generated (the
+        pieces join to generate()'s text). The generation runs in a thread;
+        leaving the loop early stops it."""
+        self._handle()
+        q, st, quit_ = queue.Queue(maxsize=64), _StopText(stop), threading.Event()
+        done = object()
+
+        def on_text(t):
+            s = st.feed(t)
+            if s:
+                q.put(s)
+            return st.stopped or quit_.is_set()
+
+        def work():
+            try:
+                self._run(prompt, max_tokens, temperature, top_p, top_k, min_p, repeat_penalty, repeat_last_n, seed,
+                          on_text)
+                rest = st.flush()
+                if rest and not quit_.is_set():
+                    q.put(rest)
+                q.put(done)
+            except BaseException as e:  # raised again in the caller's thread
+                q.put(e)
+
+        th = threading.Thread(target=work, daemon=True)
+        th.start()
+        try:
+            while True:
+                item = q.get()
+                if item is done:
+                    break
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            quit_.set()
+            while th.is_alive():  # unblock a full queue
+                try:
+                    q.get_nowait()
+                except queue.Empty:
+                    th.join(0.01)

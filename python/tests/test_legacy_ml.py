@@ -1,0 +1,218 @@
+"""The Python package against ml_run (ML_RUN: its path; default
+build/scalar/ml_run) on the shipped models/stories260K: greedy text, ids and
+logits equal; streaming joins to the same text; bad input raises; two models
+at once; no leak over 100 open/close cycles. Run by tests/test_python.sh in
+the virtual environment `pip install . pytest` made."""
+import os
+import struct
+import subprocess
+import sys
+import threading
+
+import pytest
+
+import legacy_ml
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+MODEL = os.path.join(ROOT, "models", "stories260K", "stories260K_q8_0.mlb")
+TOK = os.path.join(ROOT, "models", "stories260K", "tok512.bin")
+ML_RUN = os.environ.get("ML_RUN", os.path.join(ROOT, "build", "scalar", "ml_run"))
+PROMPT = "Once upon a time"
+
+
+def ml_run(*args, tmp=None):
+    if not os.access(ML_RUN, os.X_OK):
+        pytest.skip(f"no ml_run at {ML_RUN} (ML_RUN=...)")
+    r = subprocess.run([ML_RUN, "-m", MODEL, "-z", TOK, *args], capture_output=True, check=True)
+    return r.stdout.decode("utf-8")
+
+
+@pytest.fixture(scope="module")
+def model():
+    with legacy_ml.Model(MODEL, tokenizer=TOK) as m:
+        yield m
+
+
+def test_build_info():
+    info = legacy_ml.build_info()
+    assert info["version"].count(".") == 2
+    assert info["isa"] in info["built"]
+    forced = os.environ.get("LEGACY_ML_ISA")
+    assert forced is None or info["isa"] == forced
+
+
+def test_greedy_text_equals_ml_run(model):
+    for n in (24, 0):
+        want = ml_run("-i", PROMPT, "-n", str(n), "--temp", "0")
+        steps = model.context if n == 0 else n
+        got = model.generate(PROMPT, max_tokens=steps - len(model.tokenize(PROMPT)), temperature=0)
+        assert PROMPT + got + "\n" == want
+
+
+def test_sampled_text_equals_ml_run(model):
+    want = ml_run("-i", PROMPT, "-n", "48", "-s", "42", "--top-p", "0.9", "--temp", "1")
+    got = model.generate(PROMPT, max_tokens=48 - len(model.tokenize(PROMPT)), temperature=1.0, top_p=0.9, seed=42)
+    assert PROMPT + got + "\n" == want
+
+
+def test_ids_equal_ml_run(model, tmp_path):
+    ids_path = tmp_path / "ids"
+    ml_run("-i", PROMPT, "-n", "0", "--temp", "0", "--ids", str(ids_path))
+    want = [int(x) for x in ids_path.read_text().split()]
+    prompt_ids = model.tokenize(PROMPT)
+    assert prompt_ids == want[:len(prompt_ids)]
+    gen = model.generate(PROMPT, max_tokens=model.context, temperature=0)
+    assert model.detokenize(want[len(prompt_ids):]) == gen
+    assert model.detokenize(want) == PROMPT + gen
+
+
+def test_logits_equal_ml_run(model, tmp_path):
+    path = tmp_path / "logits"
+    ml_run("-i", PROMPT, "-n", "12", "--temp", "0", "--logits", str(path), "--ids", str(tmp_path / "ids"))
+    ids = [int(x) for x in (tmp_path / "ids").read_text().split()]
+    raw = path.read_bytes()
+    n = len(raw) // (4 * model.vocab)
+    assert n == 12 and len(ids) == 13
+    got = model.logits(ids[:n])
+    rows = [list(r) for r in got]
+    flat = struct.pack(f"<{n * model.vocab}f", *[x for r in rows for x in r])
+    assert flat == raw  # bit for bit
+
+
+def test_stream_joins_to_generate(model):
+    for kw in ({"temperature": 0}, {"temperature": 0.8, "seed": 7}, {"temperature": 0, "stop": ["Lily"]}):
+        text = model.generate(PROMPT, max_tokens=60, **kw)
+        pieces = list(model.stream(PROMPT, max_tokens=60, **kw))
+        assert len(pieces) > 3
+        assert "".join(pieces) == text
+
+
+def test_stop_string(model):
+    full = model.generate(PROMPT, max_tokens=60, temperature=0)
+    word = full.split()[3]
+    cut = model.generate(PROMPT, max_tokens=60, temperature=0, stop=[word])
+    assert cut == full[:full.find(word)]
+    assert word not in cut
+
+
+def test_stream_stops_early(model):
+    it = model.stream(PROMPT, max_tokens=200, temperature=0)
+    first = next(it)
+    it.close()
+    assert first and model.generate(PROMPT, max_tokens=200, temperature=0).startswith(first)
+
+
+def test_tokenize_roundtrip(model):
+    text = "Lily and Tom went to the park. ü"
+    ids = model.tokenize(text)
+    assert ids[0] == 1 and model.tokenize(text, bos=False) == ids[1:]
+    assert model.detokenize(ids) == text
+
+
+def test_bad_paths_raise(tmp_path):
+    with pytest.raises(legacy_ml.LegacyMLError) as e:
+        legacy_ml.Model(str(tmp_path / "missing.mlb"), tokenizer=TOK)
+    assert e.value.status == "LML_E_IO" and "missing.mlb" in str(e.value)
+    with pytest.raises(legacy_ml.LegacyMLError) as e:
+        legacy_ml.Model(MODEL, tokenizer=str(tmp_path / "missing.bin"))
+    assert "missing.bin" in str(e.value)
+    bad = tmp_path / "bad.mlb"
+    bad.write_bytes(b"not a model" * 10)
+    with pytest.raises(legacy_ml.LegacyMLError) as e:
+        legacy_ml.Model(str(bad))
+    assert e.value.status == "LML_E_FORMAT"
+
+
+def test_bad_arguments_raise(model):
+    with pytest.raises(legacy_ml.LegacyMLError) as e:
+        model.generate(PROMPT, temperature=-1)
+    assert "temperature" in str(e.value)
+    with pytest.raises(legacy_ml.LegacyMLError) as e:
+        model.generate(PROMPT, top_k=-3)
+    assert "top" in str(e.value).lower()
+    with pytest.raises(legacy_ml.LegacyMLError):
+        model.logits([1, model.vocab + 5])
+    with pytest.raises(legacy_ml.LegacyMLError):
+        model.detokenize([-1])
+    with pytest.raises(ValueError):
+        model.generate(PROMPT, max_tokens=-1)
+    with pytest.raises(ValueError):
+        legacy_ml.Model(MODEL, threads=0)
+    with pytest.raises(legacy_ml.LegacyMLError):
+        legacy_ml.Model(MODEL).tokenize("no tokenizer")
+
+
+def test_closed_model_raises():
+    m = legacy_ml.Model(MODEL, tokenizer=TOK)
+    m.close()
+    m.close()
+    with pytest.raises(legacy_ml.LegacyMLError):
+        m.tokenize("x")
+
+
+def test_two_models_at_once():
+    with legacy_ml.Model(MODEL, tokenizer=TOK) as a, legacy_ml.Model(MODEL, tokenizer=TOK, context=64) as b:
+        assert b.context == 64
+        out = {}
+
+        def run(name, m):
+            out[name] = m.generate(PROMPT, max_tokens=40, temperature=0)
+
+        threads = [threading.Thread(target=run, args=(n, m)) for n, m in (("a", a), ("b", b))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert out["a"] == out["b"] == a.generate(PROMPT, max_tokens=40, temperature=0)
+
+
+def rss_kib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_no_leak_over_100_cycles():
+    def cycle():
+        with legacy_ml.Model(MODEL, tokenizer=TOK, mmap=False) as m:
+            m.generate(PROMPT, max_tokens=4, temperature=0)
+
+    for _ in range(10):
+        cycle()
+    before = rss_kib()
+    for _ in range(100):
+        cycle()
+    grown = rss_kib() - before
+    # One model (read, not mapped) is ~1 MiB: a leak of it per cycle would be ~100 MiB.
+    assert grown < 8 * 1024, f"RSS grew by {grown} KiB over 100 open/close cycles"
+
+
+def embedding_copy(tmp_path):
+    """MODEL as a .mlb version 2 file that embeds TOK (the same arrays; the
+    header's version-2 fields at byte 52, the tokenizer at the next multiple
+    of 64 after the last array, as tools/mlb.py lays it out)."""
+    data = bytearray(open(MODEL, "rb").read())
+    tok = open(TOK, "rb").read()
+    off = (len(data) + 63) // 64 * 64
+    data[4:8] = struct.pack("<I", 2)
+    data[52:136] = struct.pack("<4I3fI3i2I4Q", 0, 0, 0, 0, 0.0, 0.0, 0.0, 0, 1, 2, -1, 1, 0, off, len(tok), 0, 0)
+    data += bytes(off - len(data)) + tok
+    path = tmp_path / "embeds.mlb"
+    path.write_bytes(bytes(data))
+    return str(path)
+
+
+def test_embedded_tokenizer(model, tmp_path):
+    with legacy_ml.Model(embedding_copy(tmp_path)) as m:
+        assert m.tokenizer_kind == model.tokenizer_kind
+        assert m.tokenize(PROMPT) == model.tokenize(PROMPT)
+        assert m.generate(PROMPT, max_tokens=40, temperature=0) == model.generate(PROMPT, max_tokens=40,
+                                                                                  temperature=0)
+    with legacy_ml.Model(MODEL) as m:  # a version-1 file: no tokenizer, logits only
+        assert m.tokenizer_kind is None and len(m.logits([1, 2])) == 2
+        with pytest.raises(legacy_ml.LegacyMLError) as e:
+            m.tokenize(PROMPT)
+        assert "no tokenizer" in str(e.value)
