@@ -20,6 +20,7 @@ typedef struct {
     int threads[8], n_threads;
     int tokens, reps, kernels, model, use_mmap, bw;
     int prompt, batch; /* -p: prompt tokens (0: no prompt figure); -b: prompt tokens per batch */
+    int depth;         /* -d: decode after a context of this many tokens (0: from position 0) */
 } ml_bench_opts;
 
 /* ---- bench_measure.c ---- */

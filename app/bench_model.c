@@ -26,16 +26,28 @@ static long resident_kib(void) {
     return kib;
 }
 
-/* Greedy decode of `tokens` tokens from position 0 (llama-bench's tg). */
-static double decode_seconds(ml_model *m, int tokens) {
+/* Greedy decode of `tokens` tokens from position pos0 (llama-bench's tg at
+ * pos0 0; llama-batched-bench's S_TG after a context of pos0 tokens). */
+static double decode_seconds(ml_model *m, int pos0, int tokens) {
     int token = 1;
     ml_err err;
     double t0 = ml_cli_now();
-    for (int pos = 0; pos < tokens; pos++) {
+    for (int pos = pos0; pos < pos0 + tokens; pos++) {
         if (ml_forward(m, token, pos, &err)) return -1;
         token = ml_argmax(m->s.logits, m->cfg.vocab);
     }
     return ml_cli_now() - t0;
+}
+
+/* BOS, then tokens spread over the vocabulary (the weights do not care which). */
+static int *prompt_tokens(int n, int vocab) {
+    int *tokens = malloc((size_t)(n > 0 ? n : 1) * sizeof *tokens);
+    if (!tokens) {
+        fprintf(stderr, "ml_bench: out of memory for a %d-token prompt\n", n);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) tokens[i] = i ? (int)((1 + 7919u * (unsigned)i) % (unsigned)vocab) : 1;
+    return tokens;
 }
 
 /* A prompt of n tokens from position 0 in batches (llama-bench's pp). */
@@ -49,13 +61,8 @@ static double prompt_seconds(ml_model *m, const int *tokens, int n) {
 /* The prompt figure and its #row line, beside the decode figure. */
 static int bench_prompt(const ml_bench_opts *o, ml_model *m, const char *label, const char *tn, int nth) {
     int n = o->prompt < m->cfg.max_seq ? o->prompt : m->cfg.max_seq;
-    int *tokens = malloc((size_t)n * sizeof *tokens);
-    if (!tokens) {
-        fprintf(stderr, "ml_bench: out of memory for a %d-token prompt\n", n);
-        return ML_EXIT_FAIL;
-    }
-    /* BOS, then tokens spread over the vocabulary (the weights do not care which). */
-    for (int i = 0; i < n; i++) tokens[i] = i ? (int)((1 + 7919u * (unsigned)i) % (unsigned)m->cfg.vocab) : 1;
+    int *tokens = prompt_tokens(n, m->cfg.vocab);
+    if (!tokens) return ML_EXIT_FAIL;
     prompt_seconds(m, tokens, n < 8 ? n : 8); /* warm caches */
     double t[64];
     for (int r = 0; r < o->reps; r++) t[r] = prompt_seconds(m, tokens, n);
@@ -82,13 +89,32 @@ static int bench_model(const ml_bench_opts *o, const ml_bench_bw *bw, const char
         fprintf(stderr, "ml_bench: %s: %s (%s)\n", label, err.msg, ml_status_name(s));
         return ML_EXIT_FAIL;
     }
-    int tokens = o->tokens < m.cfg.max_seq ? o->tokens : m.cfg.max_seq;
+    /* The context (-d) is filled once, untimed: each run decodes over the
+     * same positions from there, and the cache below them stays valid. */
+    int depth = o->depth;
+    if (depth >= m.cfg.max_seq) {
+        fprintf(stderr, "ml_bench: %s: -d %d: expected a context below the model's %d positions\n", label, depth,
+                m.cfg.max_seq);
+        ml_model_close(&m);
+        return ML_EXIT_FAIL;
+    }
+    int tokens = o->tokens < m.cfg.max_seq - depth ? o->tokens : m.cfg.max_seq - depth;
+    if (depth) {
+        int *ctx = prompt_tokens(depth, m.cfg.vocab);
+        s = ctx ? ml_forward_batch(&m, ctx, depth, 0, NULL, NULL, &err) : ML_E_NOMEM;
+        free(ctx);
+        if (s) {
+            fprintf(stderr, "ml_bench: %s: the %d-token context failed: %s\n", label, depth, err.msg);
+            ml_model_close(&m);
+            return ML_EXIT_FAIL;
+        }
+    }
     /* Bytes of weights one token streams: every matrix once, plus one embedding row. */
     double per_tok = (double)m.weight_bytes - (m.cfg.shared_classifier ? 0.0 : (double)(
         ml_quant_bytes(m.cfg.wtype, (uint64_t)m.cfg.vocab * m.cfg.dim) + (uint64_t)m.cfg.vocab * m.cfg.dim / ML_QK * 4));
-    decode_seconds(&m, tokens < 8 ? tokens : 8); /* warm caches and page in */
+    decode_seconds(&m, depth, tokens < 8 ? tokens : 8); /* warm caches and page in */
     double t[64];
-    for (int r = 0; r < o->reps; r++) t[r] = decode_seconds(&m, tokens);
+    for (int r = 0; r < o->reps; r++) t[r] = decode_seconds(&m, depth, tokens);
     ml_bench_stats st = ml_bench_summarize(t, o->reps);
     double tps = tokens / st.med;
     const char *tn = m.cfg.wtype == ML_TYPE_Q8_0 ? "q8_0" : "q4_0";
@@ -104,7 +130,10 @@ static int bench_model(const ml_bench_opts *o, const ml_bench_bw *bw, const char
         } else
             printf("  %-12s read bandwidth not measured: no memory for its 1 GiB buffer\n", label);
     }
-    printf("#row model %s %s_%s_%dT %.2f\n", ML_ISA_NAME, label, tn, nth, tps);
+    if (depth) /* tg at depth: its own row, never mistaken for tg from position 0 */
+        printf("#row tg%d@d%d %s %s_%s_%dT %.2f\n", tokens, depth, ML_ISA_NAME, label, tn, nth, tps);
+    else
+        printf("#row model %s %s_%s_%dT %.2f\n", ML_ISA_NAME, label, tn, nth, tps);
     int rc = o->prompt ? bench_prompt(o, &m, label, tn, nth) : ML_EXIT_OK;
     fflush(stdout);
     ml_model_close(&m);

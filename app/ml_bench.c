@@ -21,6 +21,8 @@ static void usage(FILE *f) {
             "  --wtype T        q8_0 | q4_0 | both (default both)\n"
             "  -t LIST          thread counts, e.g. 1,2 (default 1; >1 needs THREADS=pthread)\n"
             "  --tokens N       tokens decoded per run from position 0 (default 128): tg128\n"
+            "  -d D             decode after a context of D tokens (a D-token prompt, not timed;\n"
+            "                   default 0), as llama-batched-bench -npp D -ntg N -npl 1 (S_TG)\n"
             "  -p N             prompt tokens per run from position 0, in batches (default 128):\n"
             "                   pp128, as llama-bench -p 128; 0 = no prompt figure\n"
             "  -b N             prompt tokens per batch (default %d, as ml_run; 1 = token by token)\n"
@@ -52,7 +54,7 @@ static int parse(int argc, char **argv, ml_bench_opts *o) {
         if (!strcmp(a, "--model-only")) { o->kernels = 0; continue; }
         if (!strcmp(a, "--no-mmap")) { o->use_mmap = 0; continue; }
         if (!strcmp(a, "--bw")) { o->bw = 1; continue; }
-        static const char *const valued[] = {"--shape", "-m", "--wtype", "-t", "--tokens", "--reps", "-p", "-b"};
+        static const char *const valued[] = {"--shape", "-m", "--wtype", "-t", "--tokens", "--reps", "-p", "-b", "-d"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(a, valued[k]);
         if (!known) return bad("unknown option", a);
@@ -84,6 +86,9 @@ static int parse(int argc, char **argv, ml_bench_opts *o) {
         } else if (!strcmp(a, "-p")) {
             if (!ml_cli_int(v, 0, 1 << 20, &n)) return bad("-p: expected a prompt length >= 0", v);
             o->prompt = (int)n;
+        } else if (!strcmp(a, "-d")) {
+            if (!ml_cli_int(v, 0, 1 << 20, &n)) return bad("-d: expected a context length >= 0", v);
+            o->depth = (int)n;
         } else if (!strcmp(a, "-b")) {
             if (!ml_cli_int(v, 1, ML_CLI_MAX_BATCH, &n)) return bad("-b: expected a prompt batch size >= 1", v);
             o->batch = (int)n;
@@ -109,7 +114,7 @@ int ml_main(int argc, char **argv) {
         if (rc) return rc;
     }
     if (!o.model) return ML_EXIT_OK;
-    printf("model decode, %d tokens from position 0", o.tokens);
+    printf("model decode, %d tokens from position %d", o.tokens, o.depth);
     if (o.prompt) printf("; prompt (pp), %d tokens from position 0 in batches of %d", o.prompt, o.batch);
     printf(":\n");
     ml_bench_bw bw = {NULL};

@@ -43,6 +43,8 @@ expect "--reps not a number" 2 "--reps: expected" --reps 3x
 expect "-p -1" 2 "-p: expected" -p -1
 expect "-b 0" 2 "-b: expected" -b 0
 expect "-b not a number" 2 "-b: expected" -b 8x
+expect "-d -1" 2 "-d: expected" -d -1
+expect "-d at the context" 1 "-d 256: expected a context below" --model-only --shape stories15M --tokens 2 --reps 1 -d 256
 expect "-m missing file" 1 "no_such.mlb" --model-only -m "$tmp/no_such.mlb"
 
 run --help
@@ -86,6 +88,17 @@ if [ $? -eq 0 ] && model_line "$tmp/out" stories15M q8_0 1 && ! grep -q "pp\|#ro
     ok "-p 0: no prompt figure"
 else
     bad "-p 0: $(head -c 400 "$tmp/out")"
+fi
+
+# ---- decode at depth: -d fills a context first, its own #row line ----------
+run --model-only --shape stories15M --wtype q4_0 --tokens 4 --reps 1 -p 0 -d 250
+if [ $? -eq 0 ] && grep -q "^model decode, 4 tokens from position 250:" "$tmp/out" &&
+    grep -qE "^  stories15M +q4_0 +1T +[0-9.]+ tok/s +[0-9.]*[1-9][0-9.]* ms/token" "$tmp/out" &&
+    grep -qE "^#row tg4@d250 [a-z0-9_]+ stories15M_q4_0_1T [0-9.]*[1-9][0-9.]*$" "$tmp/out" &&
+    ! grep -q "^#row model" "$tmp/out"; then
+    ok "-d 250: decode after a 250-token context, with its #row tg4@d250 line"
+else
+    bad "-d 250: $(head -c 400 "$tmp/out") $(head -c 200 "$tmp/err")"
 fi
 
 # ---- threads: -t 2 needs THREADS=pthread ------------------------------------
