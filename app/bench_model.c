@@ -15,13 +15,15 @@
 #include "model/model.h"
 #include "model/sampler.h"
 
-static long resident_kib(void) {
+/* A field of /proc/self/status in KiB ("VmRSS:" now, "VmHWM:" the peak); -1 elsewhere. */
+static long status_kib(const char *field) {
     FILE *f = fopen("/proc/self/status", "r");
     if (!f) return -1;
     char line[256];
     long kib = -1;
+    size_t n = strlen(field);
     while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmRSS: %ld", &kib) == 1) break;
+        if (!strncmp(line, field, n) && sscanf(line + n, "%ld", &kib) == 1) break;
     fclose(f);
     return kib;
 }
@@ -83,12 +85,14 @@ static int bench_model(const ml_bench_opts *o, const ml_bench_bw *bw, const char
     ml_model m;
     ml_err err = {{0}};
     ml_open_opts oo = {.use_mmap = o->use_mmap, .n_threads = nth, .batch = o->batch};
+    double t_open = ml_cli_now();
     ml_status s = data ? ml_model_open_buffer(&m, data, size, label, &oo, &err)
                        : ml_model_open(&m, o->model_path, &oo, &err);
     if (s) {
         fprintf(stderr, "ml_bench: %s: %s (%s)\n", label, err.msg, ml_status_name(s));
         return ML_EXIT_FAIL;
     }
+    t_open = ml_cli_now() - t_open;
     /* The context (-d) is filled once, untimed: each run decodes over the
      * same positions from there, and the cache below them stays valid. */
     int depth = o->depth;
@@ -118,9 +122,10 @@ static int bench_model(const ml_bench_opts *o, const ml_bench_bw *bw, const char
     ml_bench_stats st = ml_bench_summarize(t, o->reps);
     double tps = tokens / st.med;
     const char *tn = m.cfg.wtype == ML_TYPE_Q8_0 ? "q8_0" : "q4_0";
-    printf("  %-12s %s  %dT  %8.1f tok/s  %7.3f ms/token  %6.1f GB/s  RSS %6.1f MiB  (%.1f-%.1f tok/s; weights %s)\n",
-           label, tn, nth, tps, 1e3 / tps, per_tok * tps / 1e9, resident_kib() / 1024.0,
-           tokens / st.hi, tokens / st.lo, ml_file_kind_name(m.file.kind));
+    printf("  %-12s %s  %dT  %8.1f tok/s  %7.3f ms/token  %6.1f GB/s  RSS %6.1f MiB  (%.1f-%.1f tok/s; weights %s,"
+           " opened in %.0f ms, peak RSS %.1f MiB)\n",
+           label, tn, nth, tps, 1e3 / tps, per_tok * tps / 1e9, status_kib("VmRSS:") / 1024.0,
+           tokens / st.hi, tokens / st.lo, ml_file_kind_name(m.file.kind), t_open * 1e3, status_kib("VmHWM:") / 1024.0);
     if (o->bw) {
         double med, peak = ml_bench_read_bandwidth(bw, o->reps, nth, &med);
         if (peak > 0) {

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "app/run_text.h" /* ML_STOP_MAX, ML_STOP_MAX_LEN */
+#include "core/file.h"     /* ML_FILE_AUTO */
 
 /* 1 on success. */
 int ml_cli_int(const char *s, long lo, long hi, long *out);
@@ -26,7 +27,7 @@ typedef struct {
     long threads;                /* -t in 1..256; default ml_threads_default() */
     long context;                /* -c; 0: not given (the model's context) */
     long batch;                  /* -b in 1..ML_CLI_MAX_BATCH; default ML_RUN_DEFAULT_BATCH */
-    int use_mmap;                /* 0 with --no-mmap */
+    int use_mmap;                /* 0 with --no-mmap, 1 with --mmap; default ML_FILE_AUTO */
     long top_k;                  /* --top-k >= 0; 0: off */
     double min_p;                /* --min-p in [0, 1]; 0: off */
     double repeat_penalty;       /* --repeat-penalty > 0; 1: off */

@@ -17,7 +17,7 @@ static void usage(FILE *f) {
             "usage: ml_bench [options]\n"
             "  --shape NAME     stories15M | stories110M | tinyllama | all (default stories15M):\n"
             "                   random weights built in memory at that model's shape\n"
-            "  -m FILE          benchmark this .mlb instead (weights mapped, or --no-mmap)\n"
+            "  -m FILE          benchmark this .mlb instead (loaded as ml_run loads it)\n"
             "  --wtype T        q8_0 | q4_0 | both (default both)\n"
             "  -t LIST          thread counts, e.g. 1,2 (default 1; >1 needs THREADS=pthread)\n"
             "  --tokens N       tokens decoded per run from position 0 (default 128): tg128\n"
@@ -28,7 +28,9 @@ static void usage(FILE *f) {
             "  -b N             prompt tokens per batch (default %d, as ml_run; 1 = token by token)\n"
             "  --reps N         runs per figure, median reported (default 5)\n"
             "  --kernels-only / --model-only\n"
-            "  --no-mmap        with -m: read the file into memory\n"
+            "  --no-mmap        with -m: read the file into memory (default: when it takes at\n"
+            "                   most half of the available memory; else mapped)\n"
+            "  --mmap           with -m: map the file\n"
             "  --bw             after each model figure, the memory read bandwidth with as\n"
             "                   many threads (1 GiB buffer) and the figure's share of it\n"
             "  --version        print the version and the build, and exit\n"
@@ -45,7 +47,7 @@ static int bad(const char *what, const char *v) {
 static int parse(int argc, char **argv, ml_bench_opts *o) {
     *o = (ml_bench_opts){.shape = "stories15M", .wtypes = {ML_TYPE_Q8_0, ML_TYPE_Q4_0}, .n_wtypes = 2,
                    .threads = {1}, .n_threads = 1, .tokens = 128, .reps = 5, .kernels = 1, .model = 1,
-                   .use_mmap = 1, .prompt = 128, .batch = ML_RUN_DEFAULT_BATCH};
+                   .use_mmap = ML_FILE_AUTO, .prompt = 128, .batch = ML_RUN_DEFAULT_BATCH};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         long n;
@@ -53,6 +55,7 @@ static int parse(int argc, char **argv, ml_bench_opts *o) {
         if (!strcmp(a, "--kernels-only")) { o->model = 0; continue; }
         if (!strcmp(a, "--model-only")) { o->kernels = 0; continue; }
         if (!strcmp(a, "--no-mmap")) { o->use_mmap = 0; continue; }
+        if (!strcmp(a, "--mmap")) { o->use_mmap = 1; continue; }
         if (!strcmp(a, "--bw")) { o->bw = 1; continue; }
         static const char *const valued[] = {"--shape", "-m", "--wtype", "-t", "--tokens", "--reps", "-p", "-b", "-d"};
         int known = 0;

@@ -138,15 +138,19 @@ elif ! "$PYTHON" tools/gen_random.py --vocab 96 --max-seq 32 --wtype q4_0 "$tmp/
 else
     # 40 tokens asked, the context is 32: decode and the prompt stop at the context
     for mm in "mapped" "read into memory"; do
-        if [ "$mm" = mapped ]; then run --model-only -m "$tmp/r.mlb" --tokens 40 --reps 1 -p 40
+        if [ "$mm" = mapped ]; then run --model-only -m "$tmp/r.mlb" --tokens 40 --reps 1 -p 40 --mmap
         else run --model-only -m "$tmp/r.mlb" --tokens 40 --reps 1 -p 40 --no-mmap; fi
-        if [ $? -eq 0 ] && model_line "$tmp/out" "$tmp/r.mlb" q4_0 1 && grep -q "; weights $mm)" "$tmp/out" &&
+        if [ $? -eq 0 ] && model_line "$tmp/out" "$tmp/r.mlb" q4_0 1 && grep -q "; weights $mm, opened in [0-9]* ms, peak RSS [0-9.]* MiB)" "$tmp/out" &&
             prompt_line "$tmp/out" "$tmp/r.mlb" q4_0 1 32 32; then
             ok "-m FILE, weights $mm"
         else
             bad "-m FILE, weights $mm: $(head -c 400 "$tmp/out") $(head -c 200 "$tmp/err")"
         fi
     done
+    # the default: a model this small is read into memory (core/file.h ML_FILE_AUTO)
+    run --model-only -m "$tmp/r.mlb" --tokens 2 --reps 1 -p 0
+    if [ $? -eq 0 ] && grep -q "; weights read into memory, opened in" "$tmp/out"; then ok "-m FILE, default: a small model is read into memory"
+    else bad "-m FILE, default: $(head -c 400 "$tmp/out") $(head -c 200 "$tmp/err")"; fi
     head -c 1000 "$tmp/r.mlb" >"$tmp/cut.mlb"
     expect "-m truncated file" 1 "cut.mlb" --model-only -m "$tmp/cut.mlb"
 fi
