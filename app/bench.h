@@ -22,6 +22,7 @@ typedef struct {
     int rows; /* --rows: the machine-readable #row lines too */
     int f16_scales; /* --f16-scales: the random models and kernel matrices get fp16 block scales */
     int prompt, batch; /* -p: prompt tokens (0: no prompt figure); -b: prompt tokens per batch */
+    int depth;         /* -d: decode after a context of this many tokens (0: from position 0) */
 } ml_bench_opts;
 
 /* ---- bench_measure.c ---- */

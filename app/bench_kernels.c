@@ -139,6 +139,16 @@ static void run_add(vec_ctx *v) { ml_k_add(v->c, v->a, v->n); }
 static void run_dot_f32(vec_ctx *v) { v->c[0] += ml_k_dot_f32(v->a, v->b, v->n); }
 static void run_axpy_f32(vec_ctx *v) { ml_k_axpy_f32(v->c, 0.5f, v->a, v->n); }
 
+/* Attention at head size ROPE_HD for a group of ATT_G query heads: n / ROPE_HD
+ * keys (a), the queries or weights in b, the scores or outputs in c. */
+#define ATT_G 4
+static void run_attn_scores(vec_ctx *v) {
+    ml_k_attn_scores(v->c, v->n / ROPE_HD, v->b, ROPE_HD, ATT_G, v->a, ROPE_HD, v->n / ROPE_HD, ROPE_HD, 5.6f);
+}
+static void run_attn_values(vec_ctx *v) {
+    ml_k_attn_values(v->c, ROPE_HD, v->b, v->n / ROPE_HD, ATT_G, v->a, ROPE_HD, v->n / ROPE_HD, ROPE_HD);
+}
+
 static const vec_call bench_matvec_q8 = {NULL, 0}, bench_matvec_q4 = {NULL, 0};
 static const vec_call bench_matmul_q8 = {NULL, 0}, bench_matmul_q4 = {NULL, 0};
 static const vec_call bench_dequant_row_q8 = {NULL, 0}, bench_dequant_row_q4 = {NULL, 0};
@@ -149,6 +159,7 @@ static const vec_call bench_quantize_q8 = {run_quantize_q8, 0}, bench_rmsnorm = 
 static const vec_call bench_softmax = {run_softmax, 1}, bench_rope = {run_rope, 0};
 static const vec_call bench_silu_mul = {run_silu_mul, 0}, bench_add = {run_add, 0};
 static const vec_call bench_dot_f32 = {run_dot_f32, 1}, bench_axpy_f32 = {run_axpy_f32, 1};
+static const vec_call bench_attn_scores = {run_attn_scores, 1}, bench_attn_values = {run_attn_values, 1};
 
 /* The table is the kernel list (config/ml_kernels.h): a new kernel does not
  * compile here until it says how it is timed. */

@@ -16,26 +16,40 @@
 #include "include/legacy_ml.h"
 #include "model/sampler.h" /* ml_argmax */
 
-static long resident_kib(void) {
+/* A field of /proc/self/status in KiB ("VmRSS:" now, "VmHWM:" the peak); -1 elsewhere. */
+static long status_kib(const char *field) {
     FILE *f = fopen("/proc/self/status", "r");
     if (!f) return -1;
     char line[256];
     long kib = -1;
+    size_t n = strlen(field);
     while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmRSS: %ld", &kib) == 1) break;
+        if (!strncmp(line, field, n) && sscanf(line + n, "%ld", &kib) == 1) break;
     fclose(f);
     return kib;
 }
 
-/* Greedy decode of `tokens` tokens from position 0 (llama-bench's tg). */
-static double decode_seconds(lml_model *m, const lml_model_info *info, int tokens) {
+/* Greedy decode of `tokens` tokens from position pos0 (llama-bench's tg at
+ * pos0 0; llama-batched-bench's S_TG after a context of pos0 tokens). */
+static double decode_seconds(lml_model *m, const lml_model_info *info, int pos0, int tokens) {
     int token = 1;
     double t0 = ml_cli_now();
-    for (int pos = 0; pos < tokens; pos++) {
+    for (int pos = pos0; pos < pos0 + tokens; pos++) {
         if (lml_eval(m, &token, 1, pos, NULL, NULL, NULL)) return -1;
         token = ml_argmax(lml_logits(m), info->vocab);
     }
     return ml_cli_now() - t0;
+}
+
+/* BOS, then tokens spread over the vocabulary (the weights do not care which). */
+static int *prompt_tokens(int n, int vocab) {
+    int *tokens = malloc((size_t)(n > 0 ? n : 1) * sizeof *tokens);
+    if (!tokens) {
+        fprintf(stderr, "ml_bench: out of memory for a %d-token prompt\n", n);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) tokens[i] = i ? (int)((1 + 7919u * (unsigned)i) % (unsigned)vocab) : 1;
+    return tokens;
 }
 
 /* A prompt of n tokens from position 0 in batches (llama-bench's pp). */
@@ -93,13 +107,8 @@ static int bench_verify(const ml_bench_opts *o, lml_model *m, const lml_model_in
 static int bench_prompt(const ml_bench_opts *o, lml_model *m, const lml_model_info *info, const char *label,
                         const char *tn, int nth, double step_s) {
     int n = o->prompt < info->context ? o->prompt : info->context;
-    int *tokens = malloc((size_t)n * sizeof *tokens);
-    if (!tokens) {
-        fprintf(stderr, "ml_bench: out of memory for a %d-token prompt\n", n);
-        return ML_EXIT_FAIL;
-    }
-    /* BOS, then tokens spread over the vocabulary (the weights do not care which). */
-    for (int i = 0; i < n; i++) tokens[i] = i ? (int)((1 + 7919u * (unsigned)i) % (unsigned)info->vocab) : 1;
+    int *tokens = prompt_tokens(n, info->vocab);
+    if (!tokens) return ML_EXIT_FAIL;
     prompt_seconds(m, tokens, n < 8 ? n : 8); /* warm caches */
     double t[64];
     ml_bench_progress("%s %s %dT: a %d-token prompt (%d runs)", label, tn, nth, n, o->reps);
@@ -123,29 +132,51 @@ static int bench_model(const ml_bench_opts *o, const ml_bench_bw *bw, const char
     lml_model *m;
     lml_error err = {{0}};
     /* all_logits: the verification figure wants every row's logits. */
-    lml_model_options oo = {.no_mmap = !o->use_mmap, .threads = nth, .batch = o->batch, .all_logits = 1};
+    lml_model_options oo = {.load = ml_cli_load_mode(o->use_mmap), .threads = nth, .batch = o->batch, .all_logits = 1};
+    double t_open = ml_cli_now();
     lml_status s = data ? lml_model_open_memory(&m, data, size, &oo, &err) : lml_model_open(&m, o->model_path, &oo, &err);
     if (s) {
         fprintf(stderr, "ml_bench: %s: %s (%s)\n", label, err.message, ml_status_name((ml_status)s));
         return ML_EXIT_FAIL;
     }
+    t_open = ml_cli_now() - t_open;
     lml_model_info info;
     lml_model_get_info(m, &info);
-    int tokens = o->tokens < info.context ? o->tokens : info.context;
+    /* The context (-d) is filled once, untimed: each run decodes over the
+     * same positions from there, and the cache below them stays valid. */
+    int depth = o->depth;
+    if (depth >= info.context) {
+        fprintf(stderr, "ml_bench: %s: -d %d: expected a context below the model's %d positions\n", label, depth,
+                info.context);
+        lml_model_close(m);
+        return ML_EXIT_FAIL;
+    }
+    int tokens = o->tokens < info.context - depth ? o->tokens : info.context - depth;
+    if (depth) {
+        int *ctx = prompt_tokens(depth, info.vocab);
+        s = ctx ? lml_eval(m, ctx, depth, 0, NULL, NULL, &err) : LML_E_NOMEM;
+        free(ctx);
+        if (s) {
+            fprintf(stderr, "ml_bench: %s: the %d-token context failed: %s\n", label, depth, ctx ? err.message : "");
+            lml_model_close(m);
+            return ML_EXIT_FAIL;
+        }
+    }
     /* Bytes of weights one token streams: every matrix once, plus one embedding row. */
     double per_tok = (double)info.decode_bytes;
     const char *tn = info.f16_scales ? (!strcmp(info.weights, "Q8_0") ? "q8_0_f16" : "q4_0_f16")
                                      : (!strcmp(info.weights, "Q8_0") ? "q8_0" : "q4_0");
     ml_bench_progress("%s %s %dT: %d tokens decoded (%d runs)", label, tn, nth, tokens, o->reps);
-    decode_seconds(m, &info, tokens < 8 ? tokens : 8); /* warm caches and page in */
+    decode_seconds(m, &info, depth, tokens < 8 ? tokens : 8); /* warm caches and page in */
     double t[64];
-    for (int r = 0; r < o->reps; r++) t[r] = decode_seconds(m, &info, tokens);
+    for (int r = 0; r < o->reps; r++) t[r] = decode_seconds(m, &info, depth, tokens);
     ml_bench_progress(NULL);
     ml_bench_stats st = ml_bench_summarize(t, o->reps);
     double tps = tokens / st.med;
-    printf("  %-12s %s  %dT  %8.1f tok/s  %7.3f ms/token  %6.1f GB/s  RSS %6.1f MiB  (%.1f-%.1f tok/s; weights %s)\n",
-           label, tn, nth, tps, 1e3 / tps, per_tok * tps / 1e9, resident_kib() / 1024.0,
-           tokens / st.hi, tokens / st.lo, info.storage);
+    printf("  %-12s %s  %dT  %8.1f tok/s  %7.3f ms/token  %6.1f GB/s  RSS %6.1f MiB  (%.1f-%.1f tok/s; weights %s,"
+           " opened in %.0f ms, peak RSS %.1f MiB)\n",
+           label, tn, nth, tps, 1e3 / tps, per_tok * tps / 1e9, status_kib("VmRSS:") / 1024.0,
+           tokens / st.hi, tokens / st.lo, info.storage, t_open * 1e3, status_kib("VmHWM:") / 1024.0);
     if (o->bw) {
         ml_bench_progress("the read bandwidth, %dT (%d runs)", nth, o->reps);
         double med, peak = ml_bench_read_bandwidth(bw, o->reps, nth, &med);
@@ -157,7 +188,10 @@ static int bench_model(const ml_bench_opts *o, const ml_bench_bw *bw, const char
         } else
             printf("  %-12s read bandwidth not measured: no memory for its 1 GiB buffer\n", label);
     }
-    if (o->rows) printf("#row model %s %s_%s_%dT %.2f\n", ML_ISA_NAME, label, tn, nth, tps);
+    if (o->rows && depth) /* tg at depth: its own row, never mistaken for tg from position 0 */
+        printf("#row tg%d@d%d %s %s_%s_%dT %.2f\n", tokens, depth, ML_ISA_NAME, label, tn, nth, tps);
+    else if (o->rows)
+        printf("#row model %s %s_%s_%dT %.2f\n", ML_ISA_NAME, label, tn, nth, tps);
     int rc = o->prompt ? bench_prompt(o, m, &info, label, tn, nth, st.med / tokens) : ML_EXIT_OK;
     fflush(stdout);
     lml_model_close(m);

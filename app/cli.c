@@ -141,15 +141,15 @@ static int parse_extra(const char *a, const char *v, ml_run_opts *o, char *msg, 
 
 int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t msg_size) {
     *o = (ml_run_opts){.prompt = "", .steps = -1, .temperature = 1.0, .topp = 0.9, .threads = ml_threads_default(),
-                       .batch = ML_RUN_DEFAULT_BATCH, .use_mmap = 1};
+                       .batch = ML_RUN_DEFAULT_BATCH, .use_mmap = ML_FILE_AUTO};
     o->repeat_penalty = 1.0;
     o->repeat_last_n = 64;
     if (msg && msg_size) msg[0] = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) return ML_EXIT_OK;
-        if (!strcmp(a, "--no-mmap")) {
-            o->use_mmap = 0;
+        if (!strcmp(a, "--no-mmap") || !strcmp(a, "--mmap")) {
+            o->use_mmap = !strcmp(a, "--mmap");
             continue;
         }
         if (a[0] != '-') return usage_error(msg, msg_size, "unexpected argument '%s'", a);

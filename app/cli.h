@@ -8,6 +8,8 @@
 #include <stddef.h>
 
 #include "app/run_text.h" /* ML_STOP_MAX, ML_STOP_MAX_LEN */
+#include "core/file.h"     /* ML_FILE_AUTO */
+#include "include/legacy_ml.h" /* LML_LOAD_* */
 
 /* 1 on success. */
 int ml_cli_int(const char *s, long lo, long hi, long *out);
@@ -26,7 +28,7 @@ typedef struct {
     long threads;                /* -t in 1..256; default ml_threads_default() */
     long context;                /* -c; 0: not given (the model's context) */
     long batch;                  /* -b in 1..ML_CLI_MAX_BATCH; default ML_RUN_DEFAULT_BATCH */
-    int use_mmap;                /* 0 with --no-mmap */
+    int use_mmap;                /* 0 with --no-mmap, 1 with --mmap; default ML_FILE_AUTO */
     long top_k;                  /* --top-k >= 0; 0: off */
     double min_p;                /* --min-p in [0, 1]; 0: off */
     double repeat_penalty;       /* --repeat-penalty > 0; 1: off */
@@ -56,6 +58,11 @@ typedef struct {
 /* Parse ml_run's argv into o. Returns ML_CLI_RUN; ML_EXIT_OK for -h/--help
  * (the caller prints usage); or ML_EXIT_USAGE with the reason in msg (the
  * caller prints it and usage). Never prints, never exits. */
+/* ml_run_opts.use_mmap (1, 0 or ML_FILE_AUTO) as the library's load mode. */
+static inline int ml_cli_load_mode(int use_mmap) {
+    return use_mmap == ML_FILE_AUTO ? LML_LOAD_AUTO : use_mmap ? LML_LOAD_MMAP : LML_LOAD_READ;
+}
+
 int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t msg_size);
 
 /* -m FILE.gguf: the path of its .mlb in the cache, converted there on first

@@ -18,16 +18,20 @@ static void usage(FILE *f) {
             "  --shape NAME     stories15M | stories110M | tinyllama | smollm2-135m | qwen2.5-0.5b |\n"
             "                   qwen3-0.6b | llama3.2-1b | all (default stories15M):\n"
             "                   random weights built in memory at that model's shape\n"
-            "  -m FILE          benchmark this .mlb instead (weights mapped, or --no-mmap)\n"
+            "  -m FILE          benchmark this .mlb instead (loaded as ml_run loads it)\n"
             "  --wtype T        q8_0 | q4_0 | both (default both)\n"
             "  -t LIST          thread counts, e.g. 1,2 (default 1; >1 not in THREADS=1 builds)\n"
             "  --tokens N       tokens decoded per run from position 0 (default 128): tg128\n"
+            "  -d D             decode after a context of D tokens (a D-token prompt, not timed;\n"
+            "                   default 0), as llama-batched-bench -npp D -ntg N -npl 1 (S_TG)\n"
             "  -p N             prompt tokens per run from position 0, in batches (default 128):\n"
             "                   pp128, as llama-bench -p 128; 0 = no prompt figure\n"
             "  -b N             prompt tokens per batch (default %d, as ml_run; 1 = token by token)\n"
             "  --reps N         runs per figure, median reported (default 5)\n"
             "  --kernels-only / --model-only\n"
-            "  --no-mmap        with -m: read the file into memory\n"
+            "  --no-mmap        with -m: read the file into memory (default: when it takes at\n"
+            "                   most half of the available memory; else mapped)\n"
+            "  --mmap           with -m: map the file\n"
             "  --f16-scales     random weights with fp16 block scales (.mlb version 2, stype 1)\n"
             "  --bw             after each model figure, the memory read bandwidth with as\n"
             "                   many threads (1 GiB buffer) and the figure's share of it\n"
@@ -47,7 +51,7 @@ static int bad(const char *what, const char *v) {
 static int parse(int argc, char **argv, ml_bench_opts *o) {
     *o = (ml_bench_opts){.shape = "stories15M", .wtypes = {ML_TYPE_Q8_0, ML_TYPE_Q4_0}, .n_wtypes = 2,
                    .threads = {1}, .n_threads = 1, .tokens = 128, .reps = 5, .kernels = 1, .model = 1,
-                   .use_mmap = 1, .prompt = 128, .batch = ML_RUN_DEFAULT_BATCH};
+                   .use_mmap = ML_FILE_AUTO, .prompt = 128, .batch = ML_RUN_DEFAULT_BATCH};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         long n;
@@ -55,10 +59,11 @@ static int parse(int argc, char **argv, ml_bench_opts *o) {
         if (!strcmp(a, "--kernels-only")) { o->model = 0; continue; }
         if (!strcmp(a, "--model-only")) { o->kernels = 0; continue; }
         if (!strcmp(a, "--no-mmap")) { o->use_mmap = 0; continue; }
+        if (!strcmp(a, "--mmap")) { o->use_mmap = 1; continue; }
         if (!strcmp(a, "--bw")) { o->bw = 1; continue; }
         if (!strcmp(a, "--rows")) { o->rows = 1; continue; }
         if (!strcmp(a, "--f16-scales")) { o->f16_scales = 1; continue; }
-        static const char *const valued[] = {"--shape", "-m", "--wtype", "-t", "--tokens", "--reps", "-p", "-b"};
+        static const char *const valued[] = {"--shape", "-m", "--wtype", "-t", "--tokens", "--reps", "-p", "-b", "-d"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(a, valued[k]);
         if (!known) return bad("unknown option", a);
@@ -91,6 +96,9 @@ static int parse(int argc, char **argv, ml_bench_opts *o) {
         } else if (!strcmp(a, "-p")) {
             if (!ml_cli_int(v, 0, 1 << 20, &n)) return bad("-p: expected a prompt length >= 0", v);
             o->prompt = (int)n;
+        } else if (!strcmp(a, "-d")) {
+            if (!ml_cli_int(v, 0, 1 << 20, &n)) return bad("-d: expected a context length >= 0", v);
+            o->depth = (int)n;
         } else if (!strcmp(a, "-b")) {
             if (!ml_cli_int(v, 1, ML_CLI_MAX_BATCH, &n)) return bad("-b: expected a prompt batch size >= 1", v);
             o->batch = (int)n;
@@ -116,7 +124,7 @@ int ml_main(int argc, char **argv) {
         if (rc) return rc;
     }
     if (!o.model) return ML_EXIT_OK;
-    printf("model decode, %d tokens from position 0", o.tokens);
+    printf("model decode, %d tokens from position %d", o.tokens, o.depth);
     if (o.prompt) printf("; prompt (pp), %d tokens from position 0 in batches of %d", o.prompt, o.batch);
     printf(":\n");
     ml_bench_bw bw = {NULL};

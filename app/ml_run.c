@@ -51,7 +51,9 @@ static void usage(FILE *f) {
             "                 the model's context has no effect)\n"
             "  -b N           prompt tokens per batch (default %d; 1 = token by token). The\n"
             "                 output is the same for every N; generation is token by token\n"
-            "  --no-mmap      read the model into memory instead of mapping it\n"
+            "  --no-mmap      read the model into memory (default: when it takes at most half\n"
+            "                 of the available memory, which decodes faster; else mapped)\n"
+            "  --mmap         map the model file instead (less memory, slower decode)\n"
             "  --logits FILE  write each position's logits (float32 x vocab) to FILE\n"
             "  --ids FILE     write the token ids (prompt, then generated), one per line\n"
             "  --lookup N     speculative decoding by prompt lookup: up to N (1..%d) drafts\n"
@@ -244,7 +246,7 @@ int ml_main(int argc, char **argv) {
      * speculation every drafted position's, in batches of drafts + 1. The
      * tokenizer is loaded apart, so its failure keeps its own message. */
     int n_draft = ml_run_spec_drafts(&o);
-    lml_model_options oo = {.no_mmap = !o.use_mmap, .context = (int)o.context, .threads = (int)o.threads,
+    lml_model_options oo = {.load = ml_cli_load_mode(o.use_mmap), .context = (int)o.context, .threads = (int)o.threads,
                             .batch = (int)o.batch, .all_logits = o.logits_path != NULL || n_draft,
                             .no_tokenizer = 1};
     if (n_draft && oo.batch < n_draft + 1) oo.batch = n_draft + 1;

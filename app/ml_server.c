@@ -727,7 +727,7 @@ static int start(server *sv) {
     srv_opts *o = &sv->o;
     ml_err err = {{0}};
     ml_status s;
-    ml_open_opts oo = {.use_mmap = 1, .max_seq = (int)o->context, .n_threads = (int)o->threads, .batch = (int)o->batch};
+    ml_open_opts oo = {.use_mmap = ML_FILE_AUTO, .max_seq = (int)o->context, .n_threads = (int)o->threads, .batch = (int)o->batch};
     if ((s = ml_model_open(&sv->m, o->model, &oo, &err))) {
         fprintf(stderr, "ml_server: loading the model failed (%s): %s\n", ml_status_name(s), err.msg);
         return ML_EXIT_FAIL;

@@ -31,7 +31,7 @@ int ml_run_spec_open(ml_run_spec *rs, const ml_run_opts *o, lml_model *m) {
          * tokenizer only when --draft-tokenizer names one (checked against -z's). */
         lml_model_info mi;
         lml_model_get_info(m, &mi);
-        lml_model_options oo = {.no_mmap = !o->use_mmap, .context = mi.context, .threads = (int)o->threads,
+        lml_model_options oo = {.load = ml_cli_load_mode(o->use_mmap), .context = mi.context, .threads = (int)o->threads,
                                 .batch = (int)o->batch, .no_tokenizer = 1};
         if ((s = lml_model_open(&rs->draft, o->draft_model, &oo, &err)))
             return refuse("loading the draft model", s, &err);

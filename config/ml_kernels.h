@@ -37,7 +37,11 @@
     X(void, silu_mul, SILU_MUL, (float *g, const float *u, int n), extra) \
     X(void, add, ADD, (float *y, const float *x, int n), extra) \
     X(float, dot_f32, DOT_F32, (const float *a, const float *b, int n), extra) \
-    X(void, axpy_f32, AXPY_F32, (float *y, float a, const float *x, int n), extra)
+    X(void, axpy_f32, AXPY_F32, (float *y, float a, const float *x, int n), extra) \
+    X(void, attn_scores, ATTN_SCORES, (float *s, int lds, const float *q, int ldq, int G, const float *k, int ldk, \
+                                       int n, int hd, float scale), extra) \
+    X(void, attn_values, ATTN_VALUES, (float *o, int ldo, const float *p, int ldp, int G, const float *v, int ldv, \
+                                       int n, int hd), extra)
 
 #define ML_KERNEL_ONE_(ret, name, NAME, params) +1
 enum { ML_KERNEL_COUNT = 0 ML_KERNELS(ML_KERNEL_ONE_) };

@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#if !defined(_WIN32)
+#include <unistd.h>
+#endif
 
 #include "core/mem.h"
 #include "core/path.h"
@@ -105,6 +108,26 @@ static ml_status map_whole(ml_file *f, FILE *fp, const char *path, ml_err *err) 
 }
 #endif
 
+/* Bytes of memory the system can give without swapping (Linux's
+ * MemAvailable; elsewhere the free pages), 0 when unknown. */
+static uint64_t mem_available(void) {
+#if defined(__linux__)
+    FILE *fp = fopen("/proc/meminfo", "r");
+    if (!fp) return 0;
+    char line[128];
+    unsigned long long kib = 0;
+    while (fgets(line, sizeof line, fp))
+        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
+    fclose(fp);
+    return (uint64_t)kib * 1024u;
+#elif defined(_SC_AVPHYS_PAGES) && defined(_SC_PAGESIZE)
+    long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+#else
+    return 0;
+#endif
+}
+
 ml_status ml_file_open(ml_file *f, const char *path, int use_mmap, ml_err *err) {
     memset(f, 0, sizeof *f);
     uint64_t size = 0;
@@ -115,6 +138,12 @@ ml_status ml_file_open(ml_file *f, const char *path, int use_mmap, ml_err *err) 
                        (unsigned long long)size, ML_ADDR32_HINT);
     f->size = (size_t)size;
     if (f->size == 0) return ml_errf(err, ML_E_FORMAT, "%s: file is empty", path);
+    /* Unknown memory, or a file over a quarter of a 32-bit address space:
+     * map, which any size that fits can. */
+    if (use_mmap == ML_FILE_AUTO) {
+        uint64_t avail = mem_available();
+        use_mmap = !(avail && size <= avail / 2 && size <= (uint64_t)SIZE_MAX / 4);
+    }
 
 #if defined(_WIN32) && !defined(ML_NO_MMAP)
     if (use_mmap) return map_whole(f, path, err);

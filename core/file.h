@@ -22,9 +22,14 @@ typedef struct {
     void *handle;  /* platform bookkeeping (Windows mapping handle) */
 } ml_file;
 
-/* Open path read-only. use_mmap = 0 forces the read fallback, which on Linux
- * asks for transparent huge pages: weights read through a file mapping can
- * stream markedly slower on some VMs (see the README's speed notes). */
+/* use_mmap = ML_FILE_AUTO: read the file into memory when it takes at most
+ * half of the memory the system reports available, else map it. */
+#define ML_FILE_AUTO 2
+
+/* Open path read-only. use_mmap = 1 maps the file; 0 reads it into one
+ * buffer, which on Linux asks for transparent huge pages: weights read
+ * through a file mapping stream slower (4 KiB pages: TLB misses; see the
+ * README's load section), so ML_FILE_AUTO reads whenever memory allows. */
 ml_status ml_file_open(ml_file *f, const char *path, int use_mmap, ml_err *err);
 
 /* View a caller-owned, 64-byte-aligned buffer as a file; close leaves it alone. */

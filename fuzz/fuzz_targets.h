@@ -440,7 +440,7 @@ static inline void fuzz_cli(const uint8_t *d, size_t n) {
         FUZZ_ASSERT(o.context >= 0 && o.context <= (1L << 30), "-c range");
         FUZZ_ASSERT(o.temperature >= 0.0 && o.temperature <= 1e6, "--temp range");
         FUZZ_ASSERT(o.topp >= 0.0 && o.topp <= 1.0, "--top-p range");
-        FUZZ_ASSERT(o.use_mmap == 0 || o.use_mmap == 1, "--no-mmap");
+        FUZZ_ASSERT(o.use_mmap == 0 || o.use_mmap == 1 || o.use_mmap == ML_FILE_AUTO, "--no-mmap / --mmap");
         FUZZ_ASSERT(o.top_k >= 0 && o.min_p >= 0.0 && o.min_p <= 1.0, "--top-k / --min-p range");
         FUZZ_ASSERT(o.repeat_penalty > 0.0 && o.repeat_last_n >= -1, "--repeat-penalty / --repeat-last-n range");
         FUZZ_ASSERT(o.n_stops >= 0 && o.n_stops <= ML_STOP_MAX, "--stop count");

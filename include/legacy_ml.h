@@ -85,11 +85,15 @@ typedef struct {
     int context;           /* cap the context (and KV cache) at this many tokens; 0: the model's */
     int batch;             /* prompt tokens per forward step; 0: 128; 1: token by token.
                               Results are the same bits for every batch */
-    int no_mmap;           /* 1: read the file into memory instead of mapping it */
+    int load;              /* how the file is held: LML_LOAD_AUTO (0: read into memory when
+                              it takes at most half of the available memory, which decodes
+                              faster; else mapped), LML_LOAD_MMAP, LML_LOAD_READ */
     int all_logits;        /* 1: room to pass every prompt position's logits to a
                               callback in batches (otherwise such a prompt runs token
                               by token: same logits, slower) */
 } lml_model_options;
+
+enum { LML_LOAD_AUTO = 0, LML_LOAD_MMAP = 1, LML_LOAD_READ = 2 };
 
 /* Open a .mlb model (tools/convert.py) at path; opts may be NULL. *out is
  * NULL on failure. */

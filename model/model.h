@@ -97,7 +97,8 @@ typedef struct {
 } ml_batch_state;
 
 typedef struct {
-    int use_mmap;   /* 1: map the file (default); 0: read it into memory */
+    int use_mmap;   /* 1: map the file; 0: read it into memory; ML_FILE_AUTO (core/file.h, the
+                     * tools' default): read it if it fits comfortably in memory, else map */
     int max_seq;    /* 0: the model's context; else cap the context (and KV cache) */
     int n_threads;  /* worker threads (THREADS=pthread builds), 1 otherwise */
     int batch;      /* max tokens per ml_forward_batch step (capped at the context);

@@ -258,32 +258,44 @@ void ml_op_rope(float *Q, float *K, int pos0, int n_tok, const ml_rope_args *r) 
 
 void ml_op_softmax(float *x, int n) { ml_k_softmax(x, n); }
 
-/* ---- attention, split by head ------------------------------------------ */
+/* ---- attention, split by K/V head ------------------------------------- */
 
-/* Items are heads; a head runs its tokens in order through its own row of
- * the scores scratch. */
-static void attention_run(void *ctx, int h0, int h1) {
-    const ml_attn_args *a = ctx;
+/* An item is `sub` query heads of one K/V head's group (grouped-query
+ * attention: sub = the whole group unless that leaves threads idle). Its
+ * heads are scored and summed together, each key and value row read once
+ * per block for all of them (ml_k_attn_scores, ml_k_attn_values), tokens in
+ * order, each head through its own row of the scores scratch. */
+typedef struct {
+    const ml_attn_args *a;
+    int sub; /* query heads per item: a divisor of the group */
+} attn_ctx;
+
+static void attention_run(void *ctx, int i0, int i1) {
+    const attn_ctx *c = ctx;
+    const ml_attn_args *a = c->a;
     int hd = a->head_dim, kv_dim = a->n_kv_heads * hd, dim = a->n_heads * hd;
     int group = a->n_heads / a->n_kv_heads; /* query heads per KV head (GQA) */
     int n_tok = a->n_tok > 1 ? a->n_tok : 1;
     float scale = sqrtf((float)hd);
-    for (int h = h0; h < h1; h++) {
-        float *att = a->att + (size_t)h * a->max_seq;
+    for (int it = i0; it < i1; it++) {
+        int h = it * c->sub; /* the item's first query head */
         int kvo = (h / group) * hd;
+        float *att = a->att + (size_t)h * a->max_seq;
         for (int i = 0; i < n_tok; i++) {
             const float *qh = a->q + (size_t)i * dim + h * hd;
-            int pos = a->pos + i;
-            for (int t = 0; t <= pos; t++)
-                att[t] = ml_k_dot_f32(qh, a->kc + (size_t)t * kv_dim + kvo, hd) / scale;
-            ml_k_softmax(att, pos + 1);
+            int len = a->pos + i + 1;
+            ml_k_attn_scores(att, a->max_seq, qh, hd, c->sub, a->kc + kvo, kv_dim, len, hd, scale);
+            for (int g = 0; g < c->sub; g++) ml_k_softmax(att + (size_t)g * a->max_seq, len);
             float *oh = a->out + (size_t)i * dim + h * hd;
-            memset(oh, 0, (size_t)hd * sizeof *oh);
-            for (int t = 0; t <= pos; t++) ml_k_axpy_f32(oh, att[t], a->vc + (size_t)t * kv_dim + kvo, hd);
+            memset(oh, 0, (size_t)c->sub * (size_t)hd * sizeof *oh);
+            ml_k_attn_values(oh, hd, att, a->max_seq, c->sub, a->vc + kvo, kv_dim, len, hd);
         }
     }
 }
 
 void ml_op_attention(ml_ops *o, const ml_attn_args *a) {
-    ml_pool_run(o->pool, attention_run, (void *)a, a->n_heads);
+    /* Halve the group while there are fewer items than threads (MQA). */
+    attn_ctx c = {a, a->n_heads / a->n_kv_heads};
+    while (c.sub % 2 == 0 && a->n_heads / c.sub < o->n_threads) c.sub /= 2;
+    ml_pool_run(o->pool, attention_run, &c, a->n_heads / c.sub);
 }

@@ -43,6 +43,8 @@ expect "--reps not a number" 2 "--reps: expected" --reps 3x
 expect "-p -1" 2 "-p: expected" -p -1
 expect "-b 0" 2 "-b: expected" -b 0
 expect "-b not a number" 2 "-b: expected" -b 8x
+expect "-d -1" 2 "-d: expected" -d -1
+expect "-d at the context" 1 "-d 256: expected a context below" --model-only --shape stories15M --tokens 2 --reps 1 -d 256
 expect "-m missing file" 1 "no_such.mlb" --model-only -m "$tmp/no_such.mlb"
 
 run --help
@@ -107,6 +109,17 @@ else
     bad "-p 0: $(head -c 400 "$tmp/out")"
 fi
 
+# ---- decode at depth: -d fills a context first, its own #row line ----------
+run --model-only --shape stories15M --wtype q4_0 --tokens 4 --reps 1 -p 0 -d 250 --rows
+if [ $? -eq 0 ] && grep -q "^model decode, 4 tokens from position 250:" "$tmp/out" &&
+    grep -qE "^  stories15M +q4_0 +1T +[0-9.]+ tok/s +[0-9.]*[1-9][0-9.]* ms/token" "$tmp/out" &&
+    grep -qE "^#row tg4@d250 [a-z0-9_]+ stories15M_q4_0_1T [0-9.]*[1-9][0-9.]*$" "$tmp/out" &&
+    ! grep -q "^#row model" "$tmp/out"; then
+    ok "-d 250: decode after a 250-token context, with its #row tg4@d250 line"
+else
+    bad "-d 250: $(head -c 400 "$tmp/out") $(head -c 200 "$tmp/err")"
+fi
+
 # ---- threads: -t 2 needs the thread pool (not THREADS=1) -------------------
 if [[ $BUILD != *nothreads* ]]; then
     run --model-only --shape stories15M --wtype q4_0 --tokens 2 --reps 1 -t 1,2 -p 4
@@ -144,15 +157,19 @@ elif ! "$PYTHON" tools/gen_random.py --vocab 96 --max-seq 32 --wtype q4_0 "$tmp/
 else
     # 40 tokens asked, the context is 32: decode and the prompt stop at the context
     for mm in "mapped" "read into memory"; do
-        if [ "$mm" = mapped ]; then run --model-only -m "$tmp/r.mlb" --tokens 40 --reps 1 -p 40
+        if [ "$mm" = mapped ]; then run --model-only -m "$tmp/r.mlb" --tokens 40 --reps 1 -p 40 --mmap
         else run --model-only -m "$tmp/r.mlb" --tokens 40 --reps 1 -p 40 --no-mmap; fi
-        if [ $? -eq 0 ] && model_line "$tmp/out" "$tmp/r.mlb" q4_0 1 && grep -q "; weights $mm)" "$tmp/out" &&
+        if [ $? -eq 0 ] && model_line "$tmp/out" "$tmp/r.mlb" q4_0 1 && grep -q "; weights $mm, opened in [0-9]* ms, peak RSS [0-9.]* MiB)" "$tmp/out" &&
             prompt_line "$tmp/out" "$tmp/r.mlb" q4_0 1 32 32; then
             ok "-m FILE, weights $mm"
         else
             bad "-m FILE, weights $mm: $(head -c 400 "$tmp/out") $(head -c 200 "$tmp/err")"
         fi
     done
+    # the default: a model this small is read into memory (core/file.h ML_FILE_AUTO)
+    run --model-only -m "$tmp/r.mlb" --tokens 2 --reps 1 -p 0
+    if [ $? -eq 0 ] && grep -q "; weights read into memory, opened in" "$tmp/out"; then ok "-m FILE, default: a small model is read into memory"
+    else bad "-m FILE, default: $(head -c 400 "$tmp/out") $(head -c 200 "$tmp/err")"; fi
     head -c 1000 "$tmp/r.mlb" >"$tmp/cut.mlb"
     expect "-m truncated file" 1 "cut.mlb" --model-only -m "$tmp/cut.mlb"
 fi

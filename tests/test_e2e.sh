@@ -100,7 +100,7 @@ for wt in q8_0 q4_0; do
     b=$(run -m "$m" -z "$t" -n 40 --temp 0.9 --top-p 0.8 -s 7 2>/dev/null)
     c=$(run -m "$m" -z "$t" -n 40 --temp 0.9 --top-p 0.8 -s 8 2>/dev/null)
     check "random $wt: seeded sampling repeats; another seed differs" "[ \"\$a\" = \"\$b\" ] && [ \"\$a\" != \"\$c\" ]"
-    run -m "$m" -z "$t" -i "hello" -n 40 --temp 0 --logits "$tmp/mmap.f32" >/dev/null 2>&1
+    run -m "$m" -z "$t" -i "hello" -n 40 --temp 0 --mmap --logits "$tmp/mmap.f32" >/dev/null 2>&1
     run -m "$m" -z "$t" -i "hello" -n 40 --temp 0 --no-mmap --logits "$tmp/read.f32" >/dev/null 2>&1
     check "random $wt: mmap and --no-mmap give bit-identical logits" \
         "[ -s '$tmp/mmap.f32' ] && cmp -s '$tmp/mmap.f32' '$tmp/read.f32'"

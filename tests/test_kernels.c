@@ -710,6 +710,96 @@ static void test_vec(tctx *t) {
     GROUP_DONE("add (bit-exact), dot_f32, axpy_f32: vs double and scalar, odd n, misaligned", before);
 }
 
+/* ---- attention: scores and value sums of a query group over a key block --- */
+
+/* kernels/canon.h rule 6 in plain float math: the score is the rule-2 dot
+ * (the scalar dot_f32, itself checked against double above) divided by the
+ * scale; an output element adds p_t * v_t key by key. */
+static float plain_score(const float *q, const float *k, int hd, float scale) {
+    float lane[8] = {0};
+    int h8 = hd & ~7;
+    for (int i = 0; i < h8; i++) lane[i % 8] += q[i] * k[i];
+    float d = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+    for (int i = h8; i < hd; i++) d += q[i] * k[i];
+    return d / scale;
+}
+
+/* Head sizes of real models (8 .. 128) and one with a tail, group sizes 1, 4
+ * and 8 (stories15M, a 4:1 and TinyLlama's 8:1 GQA), 1 to 300 keys; keys and
+ * values are rows of a wider cache (ldk > hd, as kv_dim), scores rows of a
+ * wider scratch (lds > n), outputs rows of a token (ldo = hd). The scalar
+ * twin against plain float math bit for bit and against double within the
+ * dot rule, the bound kernels against the scalar twins bit for bit; guards
+ * after every score row and after the outputs. */
+static void test_attn(tctx *t) {
+    static const int hds[] = {8, 48, 64, 128, 20}, gs[] = {1, 4, 8};
+    static const int ns[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 255, 300};
+    int before = tl_failed;
+    for (size_t hi = 0; hi < sizeof hds / sizeof *hds; hi++)
+        for (size_t gi = 0; gi < sizeof gs / sizeof *gs; gi++)
+            for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
+                if (t->quick && ni % 3 && ns[ni] != 300) continue;
+                int hd = hds[hi], G = gs[gi], n = ns[ni], mis = (int)(hi + ni) % 2;
+                int ldk = hd * 3 + mis, lds = n + 5, ldp = lds;
+                float scale = sqrtf((float)hd);
+                float *bq, *bk, *bv, *bsi, *bss, *boi, *bos, *bp;
+                float *q = guarded(&bq, G * hd, mis), *k = guarded(&bk, n * ldk, mis), *v = guarded(&bv, n * ldk, mis);
+                float *si = guarded(&bsi, G * lds, mis), *ss = guarded(&bss, G * lds, mis);
+                float *oi = guarded(&boi, G * hd, mis), *os = guarded(&bos, G * hd, mis);
+                float *p = guarded(&bp, G * ldp, mis), *plain = malloc((size_t)G * (size_t)hd * sizeof *plain);
+                for (int i = 0; i < G * hd; i++) q[i] = ref_gauss(&t->rng) * (i % 5 == 0 ? 30.0f : 1.0f);
+                for (int i = 0; i < n * ldk; i++) k[i] = ref_gauss(&t->rng), v[i] = ref_gauss(&t->rng);
+                for (int i = 0; i < G * lds; i++) si[i] = ss[i] = SENTINEL, p[i] = ref_gauss(&t->rng);
+                for (int i = 0; i < G * hd; i++) oi[i] = os[i] = plain[i] = ni % 4 ? 0.0f : ref_gauss(&t->rng);
+
+                ml_k_attn_scores(si, lds, q, hd, G, k, ldk, n, hd, scale);
+                ml_k_attn_scores_scalar(ss, lds, q, hd, G, k, ldk, n, hd, scale);
+                int bad_p = -1, bad_d = -1, bad_i = -1, bad_g = 0;
+                for (int g = 0; g < G; g++) {
+                    for (int j = 0; j < n; j++) {
+                        const float *qg = q + g * hd, *kj = k + (size_t)j * ldk;
+                        float got = ss[g * lds + j];
+                        double mag, ref = ref_dot(qg, kj, hd, &mag) / scale;
+                        if (bad_p < 0 && !ref_same_bits(got, plain_score(qg, kj, hd, scale))) bad_p = j;
+                        if (bad_d < 0 && !ref_close(got, ref, FLOOR_SUM * mag / scale)) bad_d = j;
+                        if (bad_i < 0 && !ref_same_bits(si[g * lds + j], got)) bad_i = j;
+                    }
+                    for (int j = n; j < lds; j++) /* the scratch row past n untouched */
+                        bad_g |= !ref_same_bits(si[g * lds + j], SENTINEL) || !ref_same_bits(ss[g * lds + j], SENTINEL);
+                }
+                CHECK(bad_p < 0, "attn_scores scalar hd=%d G=%d n=%d: key %d not the plain float dot", hd, G, n, bad_p);
+                CHECK(bad_d < 0, "attn_scores scalar vs double hd=%d G=%d n=%d: key %d", hd, G, n, bad_d);
+                CHECK(bad_i < 0, "attn_scores vs scalar hd=%d G=%d n=%d misalign=%d: key %d", hd, G, n, mis, bad_i);
+                CHECK(!bad_g && guard_ok(si, G * lds) && guard_ok(ss, G * lds),
+                      "attn_scores hd=%d G=%d n=%d wrote past a row", hd, G, n);
+
+                ml_k_attn_values(oi, hd, p, ldp, G, v, ldk, n, hd);
+                ml_k_attn_values_scalar(os, hd, p, ldp, G, v, ldk, n, hd);
+                bad_p = bad_d = bad_i = -1;
+                for (int g = 0; g < G; g++)
+                    for (int i = 0; i < hd; i++) {
+                        double ref = plain[g * hd + i], mag = fabs(ref);
+                        for (int j = 0; j < n; j++) {
+                            float a = p[g * ldp + j], x = v[(size_t)j * ldk + i];
+                            plain[g * hd + i] += a * x;
+                            ref += (double)a * x, mag += fabs((double)a * x);
+                        }
+                        float got = os[g * hd + i];
+                        if (bad_p < 0 && !ref_same_bits(got, plain[g * hd + i])) bad_p = g * hd + i;
+                        if (bad_d < 0 && !ref_close(got, ref, FLOOR_SUM * mag)) bad_d = g * hd + i;
+                        if (bad_i < 0 && !ref_same_bits(oi[g * hd + i], got)) bad_i = g * hd + i;
+                    }
+                CHECK(bad_p < 0, "attn_values scalar hd=%d G=%d n=%d: element %d not the plain float sum", hd, G, n, bad_p);
+                CHECK(bad_d < 0, "attn_values scalar vs double hd=%d G=%d n=%d: element %d", hd, G, n, bad_d);
+                CHECK(bad_i < 0, "attn_values vs scalar hd=%d G=%d n=%d misalign=%d: element %d", hd, G, n, mis, bad_i);
+                CHECK(guard_ok(oi, G * hd) && guard_ok(os, G * hd), "attn_values hd=%d G=%d n=%d wrote past", hd, G, n);
+                ref_free(bq), ref_free(bk), ref_free(bv), ref_free(bsi), ref_free(bss), ref_free(boi), ref_free(bos);
+                ref_free(bp), free(plain);
+            }
+    GROUP_DONE("attn_scores, attn_values: vs plain float, double and scalar, head sizes 8-128, groups 1/4/8, 1-300 keys",
+               before);
+}
+
 /* ---- dequant_row --------------------------------------------------------- */
 
 typedef void (*dequant_fn)(float *, const ml_qtensor *, int);
@@ -891,6 +981,8 @@ static void test_dequant_row_q4_f16(tctx *t) {
 #define test_add test_vec
 #define test_dot_f32 test_vec
 #define test_axpy_f32 test_vec
+#define test_attn_scores test_attn
+#define test_attn_values test_attn
 #define TEST_ROW(ret, name, NAME, params) test_##name,
 static const test_group kernel_tests[] = {ML_KERNELS(TEST_ROW)};
 

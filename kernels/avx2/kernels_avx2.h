@@ -21,5 +21,7 @@
 #define ML_HAS_ADD_AVX2 1
 #define ML_HAS_DOT_F32_AVX2 1
 #define ML_HAS_AXPY_F32_AVX2 1
+#define ML_HAS_ATTN_SCORES_AVX2 1
+#define ML_HAS_ATTN_VALUES_AVX2 1
 
 #endif

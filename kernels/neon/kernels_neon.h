@@ -29,6 +29,8 @@
 #define ML_HAS_ADD_NEON 1
 #define ML_HAS_DOT_F32_NEON 1
 #define ML_HAS_AXPY_F32_NEON 1
+#define ML_HAS_ATTN_SCORES_NEON 1
+#define ML_HAS_ATTN_VALUES_NEON 1
 #else
 #define ML_NEON_IEEE 0
 #endif

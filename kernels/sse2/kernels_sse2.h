@@ -21,5 +21,7 @@
 #define ML_HAS_ADD_SSE2 1
 #define ML_HAS_DOT_F32_SSE2 1
 #define ML_HAS_AXPY_F32_SSE2 1
+#define ML_HAS_ATTN_SCORES_SSE2 1
+#define ML_HAS_ATTN_VALUES_SSE2 1
 
 #endif

@@ -41,7 +41,7 @@ class _Error(C.Structure):
 
 class _ModelOptions(C.Structure):
     _fields_ = [("tokenizer", C.c_char_p), ("no_tokenizer", C.c_int), ("threads", C.c_int), ("context", C.c_int),
-                ("batch", C.c_int), ("no_mmap", C.c_int), ("all_logits", C.c_int)]
+                ("batch", C.c_int), ("load", C.c_int), ("all_logits", C.c_int)]
 
 
 class _ModelInfo(C.Structure):
@@ -187,14 +187,14 @@ class Model:
     tokenizer=, the one a .mlb version 2 model embeds. Use it from one thread
     at a time; close() (or a with block) frees it."""
 
-    def __init__(self, path, tokenizer=None, threads=None, context=None, batch=None, mmap=True):
+    def __init__(self, path, tokenizer=None, threads=None, context=None, batch=None, mmap=None):
         self._h = None
         for name, v in (("threads", threads), ("context", context), ("batch", batch)):
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
                 raise ValueError(f"{name}: expected a positive integer, got {v!r}")
         opts = _ModelOptions(tokenizer=os.fsencode(tokenizer) if tokenizer is not None else None,
                              threads=threads or 0, context=context or 0, batch=batch or 0,
-                             no_mmap=0 if mmap else 1, all_logits=1)
+                             load=0 if mmap is None else 1 if mmap else 2, all_logits=1)
         h, err = C.c_void_p(), _Error()
         _check(_lib.lml_model_open(C.byref(h), os.fsencode(path), C.byref(opts), C.byref(err)), err)
         self._h = h
