@@ -28,6 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(1, os.path.join(ROOT, "tools"))
+import mlb  # noqa: E402
 import ref_forward  # noqa: E402
 import test_fidelity  # noqa: E402  (story_text)
 from gen_random import tokenizer_pieces  # noqa: E402
@@ -198,6 +199,8 @@ def stories(rep, tmp):
             g.check("0.000e+00" in so and "vs the GGUF's dequantized values" in so,
                     "no RMSE table against the GGUF's values")
 
+    f16_scales(rep, tmp, files)
+
     for qt in ("Q8_0", "Q4_1", "Q5_0", "Q5_1"):
         with rep.group(f"stories260K {qt} GGUF --wtype q4_0: dequantized and re-quantized "
                        "by the rule") as g:
@@ -240,6 +243,66 @@ def stories(rep, tmp):
             mine = ref_forward.forward(qcfg, qw, ids)
             g.check(np.mean(mine.argmax(1) == got.argmax(1)) >= 0.98,
                     "ml_run disagrees with the forward pass of the .mlb's own values")
+
+
+def f16_scales(rep, tmp, files):
+    """--scales f16: every GGUF Q8_0/Q4_0 block's quants and fp16 scale bits
+    land in the .mlb as they are (matrices take the GGUF's bytes), and
+    ml_run's logits equal, bit for bit, those of the same model with fp32
+    scales (fp16 -> fp32 is exact, and every kernel converts exactly). That
+    model is the fp16 file's arrays with d widened (tools/mlb.py), not a
+    --scales f32 conversion: w2 (172 columns) is F16 in the GGUF and gets
+    quantized, and a Q8_0 scale amax/127 rounded to fp16 is another scale."""
+    ml_run = os.path.join(ROOT, BUILD, "ml_run")
+    prompt = "Once upon a time, there was a little girl named Lily. She loved to play outside."
+    for qt in ("Q8_0", "Q4_0"):
+        with rep.group(f"stories260K {qt} GGUF --scales f16: blocks bit for bit; ml_run logits "
+                       "== the same model's with fp32 scales, bit for bit") as g:
+            out = os.path.join(tmp, f"s260_{qt}_f16.mlb")
+            rc, so, se = run(CONVERT, os.path.join(tmp, f"s260_{qt}.gguf"), out, "--scales", "f16")
+            if not g.check(rc == 0, f"exit {rc}: {se[-300:]}"):
+                continue
+            g.check("fp16 block scales" in so, "the report does not name the scale type")
+            h, arrays = mlb.read_mlb(out)
+            g.check(h["version"] == mlb.VERSION_2 and h["stype"] == mlb.STYPE_F16,
+                    f"version {h['version']} stype {h.get('stype')}, expected 2 and 1")
+            same = n = 0
+            for gname, t in files[qt].items():
+                if not isinstance(t, tuple):
+                    continue
+                n += 1
+                name = spec_name(gname)
+                name = f"layers.{name}" if name[0].isdigit() else name  # tools/mlb.py's names
+                blocks = t[0].reshape(t[0].shape[0], -1, 2 + (32 if qt == "Q8_0" else 16))
+                rows = blocks.shape[0]
+                qb = np.ascontiguousarray(arrays[name + ".q"][:rows]).view(np.uint8)
+                db = np.ascontiguousarray(arrays[name + ".d"][:rows]).view(np.uint8)
+                ok = (np.array_equal(qb, blocks[:, :, 2:].reshape(rows, -1))
+                      and np.array_equal(db, blocks[:, :, :2].reshape(rows, -1)))
+                g.check(ok, f"{name}: quants or scale bits differ from the GGUF's blocks")
+                g.check(qb.nbytes + db.nbytes == t[0].nbytes,
+                        f"{name}: {qb.nbytes + db.nbytes} bytes of blocks, the GGUF's {t[0].nbytes}")
+                same += ok
+            g.check(n > 20 and same == n, f"{same} of {n} quantized tensors the same")
+            wide = os.path.join(tmp, f"s260_{qt}_f16_widened.mlb")
+            h, arrays = mlb.read_mlb(out)
+            mlb.write_mlb(wide, dict(h, stype=mlb.STYPE_F32), [
+                (n, mlb.Quantized(h["wtype"], arrays[n + ".q"], arrays[n + ".d"].astype(np.float32))
+                 if len(shape) == 2 else np.array(arrays[n])) for n, shape in mlb.tensor_plan(h)])
+            g.check(os.path.getsize(wide) > os.path.getsize(out), "the fp32-scale file is not larger")
+            if not g.check(os.path.exists(ml_run), f"{ml_run} not built"):
+                continue
+            logits = []
+            for path in (wide, out):
+                lf = path + ".logits"
+                p = subprocess.run(RUNNER + [ml_run, "-m", path, "-z", TOK512, "-i", prompt,
+                                             "-n", "0", "--temp", "0", "--logits", lf],
+                                   capture_output=True, timeout=120)
+                if g.check(p.returncode == 0, f"ml_run {path}: exit {p.returncode}: {p.stderr[-300:]!r}"):
+                    logits.append(open(lf, "rb").read())
+            if len(logits) == 2:
+                g.check(len(logits[0]) >= 4 * 512 * 10, f"only {len(logits[0])} bytes of logits")
+                g.check(logits[0] == logits[1], "fp16-scale logits differ from the fp32-scale ones")
 
 
 # ======================================================== K-quants

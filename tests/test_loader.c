@@ -174,10 +174,11 @@ static void test_v2(void) {
 
 /* --layout: 9 header values, or 11 (then head_dim and flags of version 2). */
 static int print_layout(char **arg, int n) {
-    uint32_t v[11];
+    uint32_t v[12];
     for (int i = 0; i < n; i++) v[i] = (uint32_t)strtoul(arg[i], NULL, 10);
     ml_mlb_header h = ml_mlb_make_header(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]);
-    if (n == 11) h.version = ML_MLB_VERSION_2, h.head_dim = v[9], h.flags = v[10];
+    if (n >= 11) h.version = ML_MLB_VERSION_2, h.head_dim = v[9], h.flags = v[10];
+    if (n == 12) h.stype = v[11];
     ml_mlb_walk w;
     ml_mlb_array a;
     ml_mlb_walk_init(&w, &h);
@@ -189,7 +190,7 @@ static int print_layout(char **arg, int n) {
 }
 
 int ml_main(int argc, char **argv) {
-    if ((argc == 11 || argc == 13) && !strcmp(argv[1], "--layout")) return print_layout(argv + 2, argc - 2);
+    if ((argc == 11 || argc == 13 || argc == 14) && !strcmp(argv[1], "--layout")) return print_layout(argv + 2, argc - 2);
     strcpy(path, "/tmp/ml_loader_XXXXXX");
     int fd = mkstemp(path);
     if (fd < 0) {

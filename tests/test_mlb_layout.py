@@ -33,10 +33,13 @@ SHAPES = [
     ("Q8_0 tied classifier, MHA", 64, 3, 4, 4, 160, 100, 8, mlb.TYPE_Q8_0, 1),
     ("Q4_0 tied classifier, GQA 4:1", 128, 1, 8, 2, 352, 61, 8, mlb.TYPE_Q4_0, 1),
 ]
-# version 2: (what, the shape's values, head_dim, flags, tokenizer bytes, template bytes)
+# version 2: (what, the shape's values, head_dim, flags, tokenizer bytes, template bytes[, stype])
 SHAPES_V2 = [
     ("v2 Q8_0 head_dim 32 != dim/n_heads, biases, q/k norms, sections", SHAPES[0][1:], 32, 3, 100, 7),
     ("v2 Q4_0 biases only, tokenizer only", SHAPES[3][1:], 0, 1, 64, 0),
+    # and the scale type last: fp16 block scales (stype 1), rows*cols/32 uint16 per X.d
+    ("v2 Q8_0 fp16 scales, untied, GQA", SHAPES[0][1:], 0, 0, 0, 0, mlb.STYPE_F16),
+    ("v2 Q4_0 fp16 scales, tied, biases, tokenizer", SHAPES[3][1:], 0, 1, 64, 0, mlb.STYPE_F16),
 ]
 FIELDS = ("dim", "n_layers", "n_heads", "n_kv_heads", "hidden_dim", "vocab", "max_seq",
           "wtype", "shared_classifier")
@@ -69,8 +72,8 @@ def expected_arrays(h, tensors):
         if x.ndim == 1:
             out[name] = x.astype("<f4").tobytes()
         else:
-            q, d = mlb.quantize(h["wtype"], x)
-            out[name + ".q"], out[name + ".d"] = q.tobytes(), d.astype("<f4").tobytes()
+            q, d = mlb.quantize(h["wtype"], x, mlb.v2(h, "stype") == mlb.STYPE_F16)
+            out[name + ".q"], out[name + ".d"] = q.tobytes(), d.astype(mlb.scale_dtype(h)).tobytes()
     return out
 
 
@@ -83,7 +86,9 @@ def main():
         h = dict(zip(FIELDS, vals), rope_theta=10000.0, norm_eps=1e-5)
         if extra:
             h.update(version=mlb.VERSION_2, head_dim=extra[0], flags=extra[1])
-        c_arrays, c_end = c_layout(vals, extra[:2] if extra else ())
+            if len(extra) > 4:
+                h.update(stype=extra[4])
+        c_arrays, c_end = c_layout(vals, (extra[:2] + extra[4:]) if extra else ())
         if extra:  # C's walk covers the arrays; the sections follow them as mlb.sections() says
             end = c_end
             for name, n in (("tokenizer", extra[2]), ("chat_template", extra[3])):

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Convert a Llama checkpoint to a .mlb model file (model/mlb.h).
 
-usage: python3 tools/convert.py INPUT OUTPUT.mlb [--wtype q8_0|q4_0] [--tokenizer OUT.bin]
+usage: python3 tools/convert.py INPUT OUTPUT.mlb [--wtype q8_0|q4_0] [--scales f32|f16]
+                                [--tokenizer OUT.bin]
 
 INPUT is one of
   * a llama2.c legacy checkpoint (v0: 7 int32 header, fp32 weights, RoPE tables),
@@ -12,7 +13,9 @@ INPUT is one of
     default OUTPUT with .mlb replaced by .tokenizer.bin); so is a Hugging
     Face folder's tokenizer.model (tools/sp_model.py).
 Matrices are quantized to Q8_0 (default) or Q4_0; norms stay F32. GGUF
-Q8_0/Q4_0 tensors of the output's type are copied block for block. Errors go
+Q8_0/Q4_0 tensors of the output's type are copied block for block (with
+--scales f16, bit for bit: fp16 block scales as GGUF's, .mlb version 2; the
+default f32 widens them exactly). Errors go
 to stderr as "convert: error: ..." with exit code 1, and leave every file
 as it was: outputs are written to temporaries and renamed into place only
 when both are complete (tools/outfile.py), an output that is the input is
@@ -623,7 +626,8 @@ def mlb_version(src, h, asked):
     return h
 
 
-def convert(inp, out, wtype_name, tok_out=None, asked_version=None, with_tokenizer=True):
+def convert(inp, out, wtype_name, tok_out=None, asked_version=None, with_tokenizer=True,
+            scales="f32"):
     named_tok = tok_out is not None
     # Before any work: no output is the input (by device and inode).
     inputs = [("the input", inp)]
@@ -653,6 +657,10 @@ def convert(inp, out, wtype_name, tok_out=None, asked_version=None, with_tokeniz
               f"zero-padding to {h['hidden_dim']} (w1/w3 gain zero rows, w2 zero columns; "
               "exact since silu(0)*0 = 0)")
     check_config(c, inp, h["wtype"])
+    if scales == "f16":
+        if asked_version == 1:
+            raise ConvertError("--scales f16 needs .mlb version 2 (--mlb-version 1 has fp32 scales only)")
+        h = dict(h, version=mlb.VERSION_2, stype=mlb.STYPE_F16)
     h = mlb_version(src, h, asked_version)
     try:
         mlb.check_shape(h)
@@ -689,7 +697,8 @@ def convert(inp, out, wtype_name, tok_out=None, asked_version=None, with_tokeniz
           f"{h['n_layers']}, n_heads {h['n_heads']}, n_kv_heads {h['n_kv_heads']}, vocab "
           f"{h['vocab']}, max_seq {h['max_seq']}, rope_theta {h['rope_theta']:g}, norm_eps "
           f"{h['norm_eps']:g}, {'shared' if h['shared_classifier'] else 'separate'} classifier")
-    print(f"  wtype {mlb.WTYPE_NAMES[h['wtype']]}, file {size} bytes")
+    print(f"  wtype {mlb.WTYPE_NAMES[h['wtype']]}, {'fp16' if mlb.v2(h, 'stype') else 'fp32'} block "
+          f"scales, file {size} bytes")
     if tokenizer is not None:
         print(f"  tokenizer ({c['vocab']} pieces, llama2.c format) -> {tok_out}")
     if mlb.v2(h, "version") >= mlb.VERSION_2:
@@ -715,12 +724,15 @@ def main(argv=None):
                     help="1: a version-1 file (no embedded tokenizer; refused for a model that "
                     "needs version 2); 2: version 2 even without a tokenizer to embed. Default: "
                     "2 when the model needs it or has a tokenizer to embed, else 1")
+    ap.add_argument("--scales", choices=("f16", "f32"), default="f32",
+                    help="block scale type: f16 (.mlb version 2; a GGUF Q8_0/Q4_0 matrix is copied "
+                    "bit for bit, and the file is GGUF's size) or f32 (default; any version)")
     ap.add_argument("--no-tokenizer", action="store_true",
                     help="do not read, write or embed the input's tokenizer")
     args = ap.parse_args(argv)
     try:
         convert(args.input, args.output, args.wtype, args.tokenizer, args.mlb_version,
-                not args.no_tokenizer)
+                not args.no_tokenizer, args.scales)
     except (ConvertError, gguf_in.GGUFError, mlb.MlbError, sp_model.SPError, OSError) as e:
         print(f"convert: error: {e}", file=sys.stderr)
         return 1

@@ -328,7 +328,7 @@ class GGUFSource:
         cols, rows = (int(n) for n in t.shape)
         qbytes = mlb.quant_bytes(wtype, mlb.QK)
         b = np.asarray(t.data, dtype=np.uint8).reshape(rows, cols // mlb.QK, 2 + qbytes)
-        d = np.ascontiguousarray(b[:, :, :2]).view("<f2").reshape(rows, -1).astype(np.float32)
+        d = np.ascontiguousarray(b[:, :, :2]).view("<f2").reshape(rows, -1)  # kept fp16: exact either way
         q = np.ascontiguousarray(b[:, :, 2:]).reshape(rows, -1)
         if wtype == mlb.TYPE_Q8_0:
             q = q.view(np.int8)

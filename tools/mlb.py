@@ -154,9 +154,7 @@ def check_shape(h):
 
 def check_v2(h):
     """The loader's version-2 rules (model/loader.c parse_v2), its words."""
-    if v2(h, "stype") == STYPE_F16:
-        raise MlbError("stype: 1: fp16 scales not supported by this build")
-    if v2(h, "stype") != STYPE_F32:
+    if v2(h, "stype") not in (STYPE_F32, STYPE_F16):
         raise MlbError(f"stype: expected 0 (F32) or 1 (F16), got {v2(h, 'stype')}")
     if v2(h, "flags") & ~(FLAG_QKV_BIAS | FLAG_QK_NORM):
         raise MlbError(f"flags: unknown bits in {v2(h, 'flags'):#x}")
@@ -225,6 +223,16 @@ def quant_bytes(wtype, n):
     return n if wtype == TYPE_Q8_0 else n // 2 if wtype == TYPE_Q4_0 else n * 4
 
 
+def scale_bytes(h):
+    """Bytes of one block scale (core/quant.h ml_scale_bytes)."""
+    return 2 if v2(h, "stype") == STYPE_F16 else 4
+
+
+def scale_dtype(h):
+    """The little-endian dtype of h's X.d arrays."""
+    return "<f2" if v2(h, "stype") == STYPE_F16 else "<f4"
+
+
 def align_up(n, a=ALIGN):
     return (n + a - 1) // a * a
 
@@ -266,7 +274,7 @@ def _array_layout(h):
             parts = [(name, shape[0] * 4)]
         else:
             n = shape[0] * shape[1]
-            parts = [(name + ".q", quant_bytes(h["wtype"], n)), (name + ".d", n // QK * 4)]
+            parts = [(name + ".q", quant_bytes(h["wtype"], n)), (name + ".d", n // QK * scale_bytes(h))]
         for aname, nbytes in parts:
             off = align_up(end)
             arrays.append((aname, off, nbytes))
@@ -282,15 +290,34 @@ def _blocks(x):
     return x.reshape(-1, QK)
 
 
-def quantize_q8_0(x):
+def _f16_scales(d):
+    """d (float32) rounded to fp16 (numpy: to nearest, ties to even, as
+    core/quant.h ml_f32_to_f16), and 1/d16 in float32 (0 where d16 is 0)."""
+    with np.errstate(over="ignore"):
+        d16 = d.astype(np.float16)
+    if not np.isfinite(d16).all():
+        i = int(np.flatnonzero(~np.isfinite(d16))[0])
+        raise MlbError(f"block {i}: scale {float(d[i]):g} overflows fp16 (max 65504); "
+                       "use fp32 scales")
+    inv = np.zeros_like(d)
+    np.divide(np.float32(1), d16.astype(np.float32), out=inv, where=d16 != 0)
+    return d16, inv
+
+
+def quantize_q8_0(x, f16=False):
     """(rows, cols) float32 -> q int8 (rows, cols), d float32 (rows, cols/32).
     d = amax/127, q = trunc(x*id + copysign(0.5, x)) with id = 127/amax: the
-    same float32 operations as the C quantize_q8 kernel (DESIGN §5)."""
+    same float32 operations as the C quantize_q8 kernel (DESIGN §5).
+    f16: d is rounded to fp16 first (d float16) and id = 1/d16, so the quants
+    fit the scale the file stores (clipped to +-127 when d16 < d)."""
     b = _blocks(x)
     amax = np.max(np.abs(b), axis=1)
     d = amax / np.float32(127)
-    inv = np.zeros_like(amax)
-    np.divide(np.float32(127), amax, out=inv, where=amax != 0)
+    if f16:
+        d, inv = _f16_scales(d)
+    else:
+        inv = np.zeros_like(amax)
+        np.divide(np.float32(127), amax, out=inv, where=amax != 0)
     # A block of subnormals can make 127/amax overflow to inf; then 0*inf is
     # NaN, which must quantize to 0 like any other zero.
     with np.errstate(over="ignore", invalid="ignore"):
@@ -300,18 +327,22 @@ def quantize_q8_0(x):
     return q.reshape(x.shape), d.reshape(x.shape[0], -1)
 
 
-def quantize_q4_0(x):
+def quantize_q4_0(x, f16=False):
     """(rows, cols) float32 -> q uint8 (rows, cols/2), d float32 (rows, cols/32).
     ggml's Q4_0 rule: m = the signed element of largest |x| (first one),
     d = m / -8, q = min(15, trunc(x/d + 8.5)); so m maps to exactly -8 and
     the full [-8, 7] range is used. Byte j of a block holds element j in the
-    low nibble and element 16+j in the high nibble (model/mlb.h)."""
+    low nibble and element 16+j in the high nibble (model/mlb.h).
+    f16: d is rounded to fp16 first (d float16), q uses 1/d16."""
     b = _blocks(x)
     m = b[np.arange(len(b)), np.argmax(np.abs(b), axis=1)]
     # +0.0, not -0.0, for an all-zero block (0 / -8 is -0.0)
     d = np.where(m == 0, np.float32(0), m / np.float32(-8)).astype(np.float32)
-    inv = np.zeros_like(d)
-    np.divide(np.float32(1), d, out=inv, where=d != 0)
+    if f16:
+        d, inv = _f16_scales(d)
+    else:
+        inv = np.zeros_like(d)
+        np.divide(np.float32(1), d, out=inv, where=d != 0)
     # Same overflow guard as Q8_0: NaN (0*inf) is a zero, stored as 8.
     with np.errstate(over="ignore", invalid="ignore"):
         v = np.trunc(b * inv[:, None] + np.float32(8.5))
@@ -321,13 +352,16 @@ def quantize_q4_0(x):
     return packed.reshape(x.shape[0], -1), d.reshape(x.shape[0], -1)
 
 
-def quantize(wtype, x):
-    return quantize_q8_0(x) if wtype == TYPE_Q8_0 else quantize_q4_0(x)
+def quantize(wtype, x, f16=False):
+    """f16: fp16 block scales (d float16), else float32."""
+    return quantize_q8_0(x, f16) if wtype == TYPE_Q8_0 else quantize_q4_0(x, f16)
 
 
 class Quantized:
     """A matrix already in a .mlb weight type (q, d as quantize returns
-    them), stored as-is: a lossless import of another format's blocks."""
+    them; d float16 or float32), stored as-is: a lossless import of another
+    format's blocks. fp16 d goes to an fp32-scale file exactly; fp32 d goes
+    to an fp16-scale file only when every scale is an fp16 value."""
 
     def __init__(self, wtype, q, d):
         self.wtype, self.q, self.d = wtype, q, d
@@ -339,7 +373,8 @@ class Quantized:
     def pad_rows(self, n):
         """n more rows of zeros, quantized exactly as quantize() would."""
         zq, zd = quantize(self.wtype, np.zeros((n, self.shape[1]), np.float32))
-        return Quantized(self.wtype, np.concatenate([self.q, zq]), np.concatenate([self.d, zd]))
+        return Quantized(self.wtype, np.concatenate([self.q, zq]),
+                         np.concatenate([self.d, zd.astype(self.d.dtype)]))
 
 
 def dequantize(wtype, q, d):
@@ -350,7 +385,7 @@ def dequantize(wtype, q, d):
     else:
         p = q.reshape(-1, QK // 2)
         v = np.concatenate([p & 0x0F, p >> 4], axis=1).astype(np.float32) - np.float32(8)
-    return (v * d.reshape(-1, 1)).reshape(rows, -1)
+    return (v * d.reshape(-1, 1).astype(np.float32)).reshape(rows, -1)
 
 
 # ---------------------------------------------------------------- writer
@@ -399,6 +434,7 @@ def _write_body(f, h, tensors, on_tensor):
     arrays, size = layout(h)
     offsets = {a: off for a, off, _ in arrays}
     f.write(pack_header(h))
+    f16 = v2(h, "stype") == STYPE_F16
     it = iter(tensors)
     for name, shape in tensor_plan(h):
         got = next(it, None)
@@ -416,10 +452,16 @@ def _write_body(f, h, tensors, on_tensor):
                     raise MlbError(f"{name} is {WTYPE_NAMES[x.wtype]}, the file "
                                    f"{WTYPE_NAMES[h['wtype']]}")
                 q, d, x = x.q, x.d, x.values()
+                if f16 and d.dtype != np.float16:
+                    d16 = d.astype(np.float16)
+                    if not np.array_equal(d16.astype(d.dtype), d):
+                        raise MlbError(f"{name}: its block scales are not all fp16 values; "
+                                       "use fp32 scales")
+                    d = d16
             else:
-                q, d = quantize(h["wtype"], x)
+                q, d = quantize(h["wtype"], x, f16)
             _write_at(f, offsets[name + ".q"], q)
-            _write_at(f, offsets[name + ".d"], d.astype("<f4"))
+            _write_at(f, offsets[name + ".d"], d.astype(scale_dtype(h)))
         if on_tensor:
             on_tensor(name, x, q, d)
     if next(it, None) is not None:
@@ -494,7 +536,7 @@ def read_mlb(path):
             dt = np.int8 if h["wtype"] == TYPE_Q8_0 else np.uint8
             out[aname] = raw.view(dt).reshape(rows, -1)
         elif part == "d" and base in shapes:
-            out[aname] = raw.view("<f4").reshape(shapes[base][0], -1)
+            out[aname] = raw.view(scale_dtype(h)).reshape(shapes[base][0], -1)
         else:
             out[aname] = raw.view("<f4")
     return h, out
