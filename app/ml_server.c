@@ -53,8 +53,9 @@ typedef struct {
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: ml_server -m model.mlb -z tokenizer [options]\n"
-            "  -m FILE, -z FILE     the model and its tokenizer (as ml_run)\n"
+            "usage: ml_server -m model.mlb [-z tokenizer] [options]\n"
+            "  -m FILE, -z FILE     the model and its tokenizer (as ml_run; default: the one\n"
+            "                       the model embeds)\n"
             "  --host ADDR          IPv4 address to listen on (default 127.0.0.1)\n"
             "  --port N             TCP port (default 8080; 0: any free one, printed)\n"
             "  --api-key KEY        require 'Authorization: Bearer KEY' on /v1/\n"
@@ -106,8 +107,8 @@ static int parse_args(int argc, char **argv, srv_opts *o) {
         }
         if (opt[k].s) *opt[k].s = v;
     }
-    if (!o->model || !o->tokenizer) {
-        fprintf(stderr, "ml_server: give -m model.mlb and -z tokenizer (ml_server -h)\n");
+    if (!o->model) {
+        fprintf(stderr, "ml_server: give -m model.mlb (ml_server -h)\n");
         return ML_EXIT_USAGE;
     }
     if (!o->name) {

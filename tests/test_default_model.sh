@@ -91,8 +91,9 @@ else
 fi
 # build/best: the README's one path, every program of the picked build, made by make run and by make alone.
 best_link_ok() { [ -L build/best ] && [ "$(readlink build/best)" = "$best" ] &&
-    [ -x build/best/ml_run ] && [ -x build/best/ml_bench ] && [ -x build/best/ml_perplexity ]; }
-if best_link_ok; then ok "make run: build/best -> $best, with ml_run, ml_bench and ml_perplexity"
+    [ -x build/best/ml_run ] && [ -x build/best/ml_bench ] && [ -x build/best/ml_perplexity ] &&
+        [ -x build/best/ml_tokenize ] && { [ -x build/best/ml_server ] || [ "$(uname -o 2>/dev/null)" = Msys ]; }; }
+if best_link_ok; then ok "make run: build/best -> $best, with every program (config/programs.txt)"
 else bad "make run: build/best is not a link to $best with the three programs: $(ls -l build/best 2>&1)"; fi
 rm -f build/best
 if mk >/dev/null 2>"$tmp/make.err" && best_link_ok && grep -q "^make: best build for this CPU: $best " "$tmp/make.err"; then

@@ -33,9 +33,10 @@ if [ "$RUN_ISA" = auto ]; then
     what=make; [ "${BEST_ONLY:-0}" = 1 ] || what="make run"
     echo "$what: best build for this CPU: $isa (from $BUILD/ml_run --cpu-info; ISA=x $what forces one)" >&2
     BUILD=$($MAKE -s --no-print-directory ISA="$isa" print-build)
-    make_ml_run "$isa" "$BUILD" "ml_run ml_bench ml_perplexity"
+    progs=$($MAKE -s --no-print-directory ISA="$isa" print-progs)
+    make_ml_run "$isa" "$BUILD" "$(for p in $progs; do echo "${p##*/}"; done | paste -sd' ')"
     ln -sfn "${BUILD#build/}" build/best
-    echo "$what: build/best -> $BUILD (build/best/ml_run, build/best/ml_bench, build/best/ml_perplexity)" >&2
+    echo "$what: build/best -> $BUILD (ml_run and the other programs)" >&2
     [ "${BEST_ONLY:-0}" = 1 ] && exit 0
 fi
 echo "make run: $model: stories260K, a 260K-parameter TinyStories model (Karpathy, llama2.c, MIT)." >&2
