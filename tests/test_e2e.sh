@@ -7,9 +7,9 @@
 #   sibling builds that make check and tests/matrix.sh make first:
 #   REF_BUILD      the native scalar build (runs without RUNNER: on an ARM row
 #                  it is the x86 build, the one the golden hashes come from)
-#   NOMMAP_BUILD   this build with ML_NO_MMAP=1
+#   NOMMAP_BUILD   this build with ML_NO_MMAP=1 ("-": not on this row, by tests/matrix.sh's plan)
 #   THREADS_BUILD  this build with THREADS=pthread (the default: often BUILD itself)
-#   SINGLE_BUILD   this build with THREADS=1 (no thread pool)
+#   SINGLE_BUILD   this build with THREADS=1 (no thread pool; "-" as for NOMMAP_BUILD)
 set -u
 cd "$(dirname "$0")/.."
 : "${REF_BUILD:=}" "${NOMMAP_BUILD:=}" "${THREADS_BUILD:=}" "${SINGLE_BUILD:=}"
@@ -29,6 +29,7 @@ fi
 
 # sibling NAME DIR: DIR holds an ml_run, or the checks that need it are skipped, loudly.
 sibling() {
+    [ "$2" = - ] && return 1 # the matrix builds this sibling on the portable rows only (tests/matrix.sh)
     [ -n "$2" ] && [ -x "$2/ml_run" ] && return 0
     skip "e2e: no $1 build ('$2'): run through make check or tests/matrix.sh; its checks are not run"
     return 1
