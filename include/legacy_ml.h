@@ -118,7 +118,6 @@ typedef struct {
     int threads;        /* workers actually used */
     int batch;          /* prompt tokens per forward step actually used (>= 1) */
     const char *weights;/* "Q8_0" or "Q4_0" */
-    int f16_scales;     /* 1: the blocks' scales are fp16 (.mlb version 2, stype 1), 0: fp32 */
     const char *storage;/* how the file is held: "mapped", "read", ... */
     size_t weight_bytes;/* bytes of the file the weights occupy */
     size_t arena_bytes; /* run buffers, KV cache included */
@@ -137,6 +136,7 @@ typedef struct {
     int bos, eos, eot;  /* special ids; -1: the vocabulary has none */
     int add_bos;        /* 1: a prompt starts with bos (pass it to lml_tokenize) */
     int byte_level;     /* 1: byte-level BPE: a piece may be part of a UTF-8 character */
+    int f16_scales;     /* 1: the weights' block scales are fp16 (.mlb version 2, stype 1), 0: fp32 */
 } lml_model_info;
 
 LML_API void lml_model_get_info(const lml_model *m, lml_model_info *info);

@@ -52,7 +52,7 @@ class _ModelInfo(C.Structure):
                [(n, C.c_int) for n in ("file_version", "head_dim", "qkv_bias", "qk_norm")] + \
                [("rope_scaling", C.c_char_p), ("embeds_tokenizer", C.c_int), ("chat_template_bytes", C.c_size_t),
                 ("tokenizer", C.c_char_p)] + \
-               [(n, C.c_int) for n in ("bos", "eos", "eot", "add_bos", "byte_level")]
+               [(n, C.c_int) for n in ("bos", "eos", "eot", "add_bos", "byte_level", "f16_scales")]
 
 
 class _SamplerOptions(C.Structure):
