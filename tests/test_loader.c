@@ -172,9 +172,9 @@ static void test_v2(void) {
     GROUP_DONE("version-2 fields and sections checked, each named", f0);
 }
 
-/* --layout: 9 header values, or 11 (then head_dim and flags of version 2). */
+/* --layout: 9 header values, or 11 (then head_dim and flags of version 2), or 12 (then stype). */
 static int print_layout(char **arg, int n) {
-    uint32_t v[12];
+    uint32_t v[12] = {0};
     for (int i = 0; i < n; i++) v[i] = (uint32_t)strtoul(arg[i], NULL, 10);
     ml_mlb_header h = ml_mlb_make_header(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]);
     if (n >= 11) h.version = ML_MLB_VERSION_2, h.head_dim = v[9], h.flags = v[10];
