@@ -313,7 +313,7 @@ left() {
     if [ "$1" -ge "$2" ]; then echo "done"; elif [ "$m" -lt 1 ]; then echo "under a minute left"; else echo "about $m min left"; fi
 }
 if [ -n "${ML_ROWS:-}" ]; then echo "== make test: ${#rows[@]} rows (ML_ROWS=$ML_ROWS): first the builds, then the tests"
-else echo "== make test: ${#rows[@]} rows (+ the guard and make dist): first the builds, then the tests, ~25 min on 2 cores;" \
+else echo "== make test: ${#rows[@]} rows (+ the guard and make dist): first the builds, then the tests, ~35 min on 2 cores;" \
     "ML_ROWS=\"scalar avx2\" make test runs a few rows"; fi
 for i in "${!rows[@]}"; do
     prepare_row "$i" >"$tmp/$i.log"
