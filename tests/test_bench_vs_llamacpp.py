@@ -131,8 +131,39 @@ def plan():
     report(bv.plan_of(opts)[-1] == ("legacy", "stories15M", "q4_0", [1], ["tg128", "pp128"]),
            "legacy rows run the prompt test too when asked")
     cmd = bv.ours_cmd("ml_bench", "stories15M", "q8_0", [1, 2], 3)
-    report(cmd[-3:] == ["-p", "128", "--rows"] and "--bw" in cmd,
+    report(cmd[-2:] == ["-p", "128"] and "--rows" in cmd and "--bw" in cmd and "--f16-scales" not in cmd,
            f"ml_bench is asked for its pp128 figure and its #row lines (--rows): {cmd}")
+    cmd = bv.ours_cmd("ml_bench", "tinyllama", "q4_0", [1], 3, f16=True, depth=1024)
+    report(cmd[-5:] == ["-d", "1024", "-p", "0", "--f16-scales"],
+           f"at depth, ml_bench decodes after -d D with no prompt figure, fp16 scales when asked: {cmd}")
+    cmd = bv.batched_cmd("llama-batched-bench", "m.gguf", 1024, 2)
+    report(cmd[cmd.index("-npp") + 1] == "1024" and cmd[cmd.index("-ntg") + 1] == "128" and
+           cmd[cmd.index("-npl") + 1] == "1" and cmd[cmd.index("-t") + 1] == "2" and "--no-mmap" in cmd and
+           int(cmd[cmd.index("-c") + 1]) >= 1024 + 128,
+           f"llama-batched-bench: 128 tokens after a 1024-token prompt, one sequence, 2 threads: {cmd}")
+    report("-mmp" not in bv.llama_cmd("llama-bench", "m.gguf", bv.TESTS, [1], 3, mmap=True) and
+           "--no-mmap" not in bv.batched_cmd("b", "m.gguf", 8, 1, mmap=True),
+           "--llama-mmap: llama.cpp with its default load (no -mmp 0, no --no-mmap)")
+
+
+def depth_and_scales():
+    """llama-batched-bench's JSON lines and ml_bench's tg128@dD and fp16-scale rows."""
+    jsonl = ('main: n_kv_max = 1280\n{"n_kv_max": 1280, "n_threads": 2, "pp": 1024, "tg": 128, "pl": 1, '
+             '"n_kv": 1152, "t_pp": 9.5, "speed_pp": 107.7, "t_tg": 7.1, "speed_tg": 17.96, "t": 16.6, "speed": 69.3}\n')
+    report(bv.parse_batched_bench(jsonl, 1024) == {("tg128@d1024", 2): 17.96},
+           "llama-batched-bench jsonl -> S_TG at that depth and thread count")
+    rows = ("#row tg128@d1024 avx512vnni tinyllama_q4_0_f16_2T 19.50\n"
+            "#row model avx512vnni qwen2.5-0.5b_q8_0_1T 30.25\n")
+    ours = bv.parse_ml_bench(rows)
+    report(ours == {("tinyllama", "q4_0_f16", 2): {"tg128@d1024": 19.5}, ("qwen2.5-0.5b", "q8_0", 1): {"tg128": 30.25}},
+           f"ml_bench rows: fp16-scale labels and shape names with dots and dashes: {ours}")
+    records = []
+    bv.record_round(records, 1, "native", "tinyllama", "q4_0", {("tg128@d1024", 2): 18.0},
+                    {("tinyllama", "q4_0", 2): {"tg128@d1024": 18.0}, ("tinyllama", "q4_0_f16", 2): {"tg128@d1024": 19.5}},
+                    ["tg128@d1024"], ["f32", "f16"])
+    report([(r["wtype"], r["ours"] / r["llama"]) for r in records] == [("q4_0", 1.0), ("q4_0_f16", 19.5 / 18.0)],
+           f"one llama.cpp figure, one record per scale type of ours: {records}")
+    report("Q4_0 (fp16 scales)" in bv.format_table(records), "the table names the fp16-scale rows")
 
 
 def from_file(tmp):
@@ -201,6 +232,7 @@ def gguf_writer(tmp):
 
 def main():
     parsing()
+    depth_and_scales()
     table()
     plan()
     shapes()

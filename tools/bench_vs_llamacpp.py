@@ -61,30 +61,48 @@ def parse_llama_bench(text):
     return out
 
 
-_ROW = re.compile(r"^#row (model|bw|pp\d+) \S+ (\w+)_(q8_0|q4_0)_(\d+)T ([0-9.]+)$", re.M)
+_ROW = re.compile(r"^#row (model|bw|pp\d+|tg\d+@d\d+) \S+ (\S+?)_(q8_0|q4_0)(_f16)?_(\d+)T ([0-9.]+)$", re.M)
 
 
 def parse_ml_bench(text):
-    """ml_bench's '#row model' (decode tok/s), '#row pp128' (prompt tok/s)
-    and '#row bw' (read GB/s) lines -> {(shape, wtype, threads):
-    {"tg128": tok/s, "pp128": tok/s, "bw": GB/s}}."""
+    """ml_bench's '#row model' (decode tok/s), '#row pp128' (prompt tok/s),
+    '#row tg128@dD' (decode after a context of D) and '#row bw' (read GB/s)
+    lines -> {(shape, wtype, threads): {"tg128": tok/s, "pp128": tok/s,
+    "tg128@dD": tok/s, "bw": GB/s}}; wtype "q8_0_f16" for fp16 block scales."""
     out = {}
-    for kind, shape, wtype, threads, value in _ROW.findall(text):
-        out.setdefault((shape, wtype, int(threads)), {})["tg128" if kind == "model" else kind] = float(value)
+    for kind, shape, wtype, f16, threads, value in _ROW.findall(text):
+        out.setdefault((shape, wtype + f16, int(threads)), {})["tg128" if kind == "model" else kind] = float(value)
+    return out
+
+
+def parse_batched_bench(text, depth):
+    """llama-batched-bench --output-format jsonl -> {("tg128@dD", threads): S_TG tok/s}."""
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("{") and '"speed_tg"' in line:
+            r = json.loads(line)
+            out[(f"tg{r['tg']}@d{depth}", int(r["n_threads"]))] = float(r["speed_tg"])
     return out
 
 
 # ---------------------------------------------------------------- the table
-def record_round(records, rnd, section, shape, wtype, llama, ours, tests):
-    """Append one round's figures of one model: llama, ours as parsed above."""
-    for (test, threads), tps in sorted(llama.items(), key=lambda kv: (kv[0][1], TESTS.index(kv[0][0]))):
+def _test_order(test):
+    return TESTS.index(test) if test in TESTS else len(TESTS)
+
+
+def record_round(records, rnd, section, shape, wtype, llama, ours, tests, scales=("f32",)):
+    """Append one round's figures of one model: llama, ours as parsed above;
+    one record per scale type of ours (wtype + "_f16" for fp16 scales)."""
+    for (test, threads), tps in sorted(llama.items(), key=lambda kv: (kv[0][1], _test_order(kv[0][0]))):
         if test not in tests:
             continue
-        mine = ours.get((shape, wtype, threads))
-        if not mine or test not in mine:
-            raise ValueError(f"ml_bench printed no {test} figure for {shape} {wtype} {threads}T")
-        records.append(dict(round=rnd, section=section, shape=shape, wtype=wtype, threads=threads,
-                            test=test, llama=tps, ours=mine[test], bw=mine.get("bw")))
+        for sc in scales:
+            wt = wtype + ("_f16" if sc == "f16" else "")
+            mine = ours.get((shape, wt, threads))
+            if not mine or test not in mine:
+                raise ValueError(f"ml_bench printed no {test} figure for {shape} {wt} {threads}T")
+            records.append(dict(round=rnd, section=section, shape=shape, wtype=wt, threads=threads,
+                                test=test, llama=tps, ours=mine[test], bw=mine.get("bw")))
 
 
 def _num(x):
@@ -119,7 +137,8 @@ def format_table(records):
         for (shape, wtype, threads, test), rs in rows.items():
             ours = _num(statistics.median(r["ours"] for r in rs))
             bws = [r["bw"] for r in rs if r["bw"]]
-            lines.append(f"| {shape} | {wtype.upper()} | {threads} | {test} | "
+            wname = wtype.upper().replace("_F16", " (fp16 scales)")
+            lines.append(f"| {shape} | {wname} | {threads} | {test} | "
                          f"{_num(statistics.median(r['llama'] for r in rs))} | {ours} | "
                          f"{_spread([r['ours'] / r['llama'] for r in rs], lambda x: f'{x:.2f}')} | "
                          f"{_num(statistics.median(bws)) if bws else '-'} |")
@@ -153,15 +172,25 @@ def best_isa():
     return run(["bash", os.path.join(HERE, "pick_isa.sh"), probe]).strip()
 
 
-def llama_cmd(bench, model, tests, threads, reps):
-    return [bench, "-m", model, "-mmp", "0", "-p", "128" if "pp128" in tests else "0",
+def llama_cmd(bench, model, tests, threads, reps, mmap=False):
+    return [bench, "-m", model] + ([] if mmap else ["-mmp", "0"]) + [
+            "-p", "128" if "pp128" in tests else "0",
             "-n", "128" if "tg128" in tests else "0", "-r", str(reps),
             "-t", ",".join(map(str, threads)), "-o", "json"]
 
 
-def ours_cmd(ml_bench, shape, wtype, threads, reps):
-    return [ml_bench, "--model-only", "--shape", shape, "--wtype", wtype,
-            "-t", ",".join(map(str, threads)), "--reps", str(reps), "--bw", "-p", "128", "--rows"]
+def batched_cmd(bench, model, depth, threads, mmap=False):
+    """llama-batched-bench: 128 tokens decoded after a depth-token prompt, one sequence."""
+    return [bench, "-m", model, "-c", str(depth + 256), "-b", "2048", "-ub", "512", "-npp", str(depth),
+            "-ntg", "128", "-npl", "1", "-t", str(threads), "-tb", str(threads), "--output-format", "jsonl"] + (
+            [] if mmap else ["--no-mmap"])
+
+
+def ours_cmd(ml_bench, shape, wtype, threads, reps, f16=False, depth=0):
+    cmd = [ml_bench, "--model-only", "--shape", shape, "--wtype", wtype,
+           "-t", ",".join(map(str, threads)), "--reps", str(reps), "--rows"]
+    cmd += ["-d", str(depth), "-p", "0"] if depth else ["--bw", "-p", "128"]
+    return cmd + (["--f16-scales"] if f16 else [])
 
 
 def plan_of(opts):
@@ -200,14 +229,32 @@ def measure(opts, on_round):
     records = []
     for rnd in range(1, opts.rounds + 1):
         for section, shape, wtype, threads, tests in plan:
-            lb = llama["native" if section == "native" else "sse42"]["llama-bench"]
-            cmds = [llama_cmd(lb, models[shape][wtype], tests, threads, opts.reps),
-                    ours_cmd(ours[section], shape, wtype, threads, opts.reps)]
+            bins = llama["native" if section == "native" else "sse42"]
+            model = models[shape][wtype]
+            scales = opts.scales if section == "native" else ["f32"]
+            # One job per program run: (engine, command); llama.cpp's depth
+            # figure comes from llama-batched-bench, one thread count a run.
+            jobs = [("llama", llama_cmd(bins["llama-bench"], model, tests, threads, opts.reps, opts.llama_mmap))]
+            jobs += [("ours", ours_cmd(ours[section], shape, wtype, threads, opts.reps, sc == "f16")) for sc in scales]
+            if opts.depth and section == "native":
+                jobs += [("depth", batched_cmd(bins["llama-batched-bench"], model, opts.depth, t, opts.llama_mmap))
+                         for t in threads]
+                jobs += [("ours", ours_cmd(ours[section], shape, wtype, threads, opts.reps, sc == "f16", opts.depth))
+                         for sc in scales]
             if rnd % 2 == 0:  # alternate who runs first: a drifting neighbour hurts both alike
-                cmds.reverse()
-            outs = {c[0]: run(c) for c in cmds}
-            record_round(records, rnd, section, shape, wtype, parse_llama_bench(outs[lb]),
-                         parse_ml_bench(outs[ours[section]]), tests)
+                jobs.reverse()
+            lb, mine = {}, {}
+            for engine, cmd in jobs:
+                text = run(cmd)
+                if engine == "llama":
+                    lb.update(parse_llama_bench(text))
+                elif engine == "depth":
+                    lb.update(parse_batched_bench(text, opts.depth))
+                else:
+                    for key, figs in parse_ml_bench(text).items():
+                        mine.setdefault(key, {}).update(figs)
+            depth_tests = [f"tg128@d{opts.depth}"] if opts.depth and section == "native" else []
+            record_round(records, rnd, section, shape, wtype, lb, mine, list(tests) + depth_tests, scales)
         log(f"round {rnd} of {opts.rounds} done")
         on_round(records, isa, rnd)
     return records, isa
@@ -254,6 +301,13 @@ def main(argv=None):
     ap.add_argument("--tests", type=_list(TESTS), default=list(TESTS), help="tg128,pp128 (default both)")
     ap.add_argument("--legacy-shapes", type=_list(None), default=["stories15M", "stories110M"],
                     help="shapes of the legacy rows (default stories15M,stories110M; '' for none)")
+    ap.add_argument("--scales", type=_list(("f32", "f16")), default=["f32"],
+                    help="our block scale types, each measured (default f32; f32,f16 for both)")
+    ap.add_argument("--depth", type=int, default=0,
+                    help="also decode 128 tokens after a context of D tokens: ours ml_bench -d D, "
+                    "llama.cpp llama-batched-bench -npp D -ntg 128 -npl 1 (default 0: not measured)")
+    ap.add_argument("--llama-mmap", action="store_true",
+                    help="llama.cpp with its default load (file mapping) instead of -mmp 0 / --no-mmap")
     ap.add_argument("--rounds", type=int, default=int(os.environ.get("ROUNDS", "3")))
     ap.add_argument("--reps", type=int, default=3, help="runs per figure in each program (default 3)")
     ap.add_argument("--isa", help="our build to compare (default: the best this CPU runs)")

@@ -20,7 +20,7 @@ import sys
 import tarfile
 
 VERSION = "0.3.8"
-TARGETS = ("llama-bench", "llama-quantize")
+TARGETS = ("llama-bench", "llama-quantize", "llama-batched-bench", "llama-lookup")
 COMMON = ["-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_CURL=OFF", "-DBUILD_SHARED_LIBS=OFF",
           "-DLLAMA_BUILD_TESTS=OFF"]
 NO_AVX = ["GGML_AVX", "GGML_AVX2", "GGML_AVX_VNNI", "GGML_AVX512", "GGML_AVX512_VBMI",
