@@ -62,6 +62,9 @@ static volatile sig_atomic_t interrupted;
 
 static void on_sigint(int sig) {
     (void)sig;
+#ifdef _WIN32
+    signal(SIGINT, on_sigint); /* the CRT resets the handler before calling it: the next Ctrl-C too */
+#endif
     interrupted = 1;
 }
 
