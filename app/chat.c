@@ -62,6 +62,9 @@ static volatile sig_atomic_t interrupted;
 
 static void on_sigint(int sig) {
     (void)sig;
+#ifdef _WIN32
+    signal(SIGINT, on_sigint); /* the CRT resets the handler before calling it: the next Ctrl-C too */
+#endif
     interrupted = 1;
 }
 
@@ -112,6 +115,7 @@ typedef struct {
     int pos;         /* positions the KV cache holds */
     int last;        /* the last token fed */
     int max_reply;   /* tokens per reply (-n), or the context */
+    int n_reply;     /* tokens of the last reply (all of them fed) */
     int stop[3], n_stop;
 } chat_state;
 
@@ -146,6 +150,7 @@ static int reply(chat_state *cs, ml_status *s, ml_err *err) {
     memset(&utf8, 0, sizeof utf8);
     char whole[ML_BPE_MAX_TOKEN_LEN + 8];
     int full = 0;
+    cs->n_reply = 0;
     for (int n = 0; n < cs->max_reply && !interrupted; n++) {
         int next = ml_sample(&cs->smp, cs->m->s.logits);
         if (is_stop(cs, next)) break;
@@ -161,6 +166,7 @@ static int reply(chat_state *cs, ml_status *s, ml_err *err) {
             break;
         }
         if ((*s = feed(cs, &next, 1, err))) break;
+        cs->n_reply++;
     }
     char rest[8];
     print_piece(rest, ml_utf8_stream_flush(&utf8, rest));
@@ -286,7 +292,7 @@ int ml_chat_main(int argc, char **argv) {
             rc = fail("generating", s, &err);
             break;
         }
-        if (interrupted) fprintf(stderr, "[reply stopped]\n");
+        if (interrupted) fprintf(stderr, "[reply stopped after %d tokens]\n", cs.n_reply);
         if (full) {
             fprintf(stderr, "ml_run --chat: context full (%d tokens): the reply was cut there and the chat ends "
                     "(start again, or give a larger -c)\n", m.cfg.max_seq);

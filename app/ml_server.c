@@ -6,8 +6,9 @@
  * One thread, one event loop: connections are read with poll() and a
  * deadline; a complete request joins a queue; requests are served one at a
  * time, in order, through ml_generate (the text of ml_run, byte for byte).
- * Between two tokens the loop accepts and reads the others, so a slow or
- * stalled client holds nobody up for longer than --timeout; a client that
+ * Between two tokens the loop accepts and reads the others, and the writes
+ * of one reply wait for its client --timeout in all, so a slow or stalled
+ * client holds nobody up for longer than --timeout; a client that
  * disconnects mid-reply ends its generation and frees its slot. Every buffer
  * is allocated at start: per connection (--max-queue of them) a request
  * buffer of --max-head + --max-body bytes; one response, one token buffer
@@ -67,8 +68,9 @@ static void usage(FILE *f) {
             "  --max-body N         request body bytes (default 262144)\n"
             "  --max-head N         request head bytes (default 8192)\n"
             "  --json-depth N       JSON nesting (default 32)\n"
-            "  --timeout MS         a read or a write that makes no progress for MS ms\n"
-            "                       closes the connection (default 10000)\n"
+            "  --timeout MS         a request not complete MS ms after its connection (or\n"
+            "                       the previous reply), or a reply that has waited MS ms in\n"
+            "                       all for the client to read, closes it (default 10000)\n"
             "build: %s\n",
             ML_ISA_NAME);
 }
@@ -127,6 +129,7 @@ typedef struct {
     char *in;          /* (in_cap) the request as read; keeps a pipelined next one */
     size_t in_n;
     double deadline;   /* a read that brings no complete request by then closes it */
+    double wait_left;  /* ms the writes of one response may still wait for the client */
     ml_http_req req;
     int head_done, continue_sent;
 } conn;
@@ -171,18 +174,22 @@ static void close_conn(conn *c) {
     c->head_done = c->continue_sent = 0;
 }
 
-/* Send all n bytes, waiting at most timeout for each bit of progress. */
-static int send_all(server *sv, int fd, const char *p, size_t n) {
+/* Send all n bytes. The waits for the client to read add up to at most
+ * --timeout per response (c->wait_left), however the client trickles its
+ * reads: a slow reader holds the others up no longer than that. */
+static int send_all(conn *c, const char *p, size_t n) {
     while (n) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w > 0) {
             p += w, n -= (size_t)w;
             continue;
         }
         if (w < 0 && errno == EINTR) continue;
-        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            struct pollfd pf = {.fd = fd, .events = POLLOUT};
-            int r = poll(&pf, 1, (int)sv->o.timeout_ms);
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && c->wait_left >= 1) {
+            struct pollfd pf = {.fd = c->fd, .events = POLLOUT};
+            double t0 = ml_cli_now();
+            int r = poll(&pf, 1, (int)c->wait_left);
+            c->wait_left -= (ml_cli_now() - t0) * 1e3;
             if (r > 0 && !(pf.revents & (POLLERR | POLLHUP))) continue;
             if (r < 0 && errno == EINTR && !stopping) continue;
         }
@@ -205,12 +212,12 @@ static int outf(server *sv, size_t *n, const char *fmt, ...) {
     return 0;
 }
 
-static int send_json(server *sv, conn *c, int status, const char *body, size_t len) {
+static int send_json(conn *c, int status, const char *body, size_t len) {
     char head[256];
     int h = snprintf(head, sizeof head,
                      "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\nConnection: %s\r\n\r\n",
                      status, ml_http_reason(status), len, c->req.keep_alive && status < 400 ? "keep-alive" : "close");
-    return send_all(sv, c->fd, head, (size_t)h) || send_all(sv, c->fd, body, len) ? -1 : 0;
+    return send_all(c, head, (size_t)h) || send_all(c, body, len) ? -1 : 0;
 }
 
 /* A 4xx/5xx with an OpenAI-style error body; the connection closes after it. */
@@ -221,7 +228,7 @@ static void send_error(server *sv, conn *c, int status, const char *msg) {
     if (ml_json_put_string(sv->out, sv->out_cap, &n, msg, strlen(msg))) n = 0, outf(sv, &n, "{\"error\":{\"message\":\"\"");
     outf(sv, &n, ",\"type\":\"%s\",\"code\":%d}}", type, status);
     c->req.keep_alive = 0;
-    send_json(sv, c, status, sv->out, n);
+    send_json(c, status, sv->out, n);
 }
 
 /* ---- reading requests ------------------------------------------------------------------- */
@@ -256,7 +263,7 @@ static void check_request(server *sv, int i) {
     if (c->req.expect_continue && !c->continue_sent) {
         static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
         c->continue_sent = 1;
-        if (send_all(sv, c->fd, cont, sizeof cont - 1)) close_conn(c);
+        if (send_all(c, cont, sizeof cont - 1)) close_conn(c);
     }
 }
 
@@ -308,6 +315,7 @@ static void accept_conns(server *sv) {
         c->in_n = 0;
         c->head_done = c->continue_sent = 0;
         c->deadline = now() + sv->o.timeout_ms / 1e3;
+        c->wait_left = (double)sv->o.timeout_ms;
     }
 }
 
@@ -498,7 +506,7 @@ static int send_event(gen_ctx *x, const char *delta, size_t len, const char *fin
     char size[16];
     int sl = snprintf(size, sizeof size, "%zx\r\n", n - 16 - 2);
     memcpy(sv->out + 16 - sl, size, (size_t)sl);
-    return send_all(sv, x->c->fd, sv->out + 16 - sl, n - 16 + (size_t)sl);
+    return send_all(x->c, sv->out + 16 - sl, n - 16 + (size_t)sl);
 }
 
 static void stream_more(gen_ctx *x) {
@@ -608,7 +616,7 @@ static void serve_generate(server *sv, conn *c, int root, int chat) {
     if (g.stream) {
         static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
                                    "Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n";
-        if (send_all(sv, c->fd, head, sizeof head - 1)) x.gone = 1;
+        if (send_all(c, head, sizeof head - 1)) x.gone = 1;
         if (chat && !x.gone && send_event(&x, "", 0, NULL, 0, 0)) x.gone = 1;
     }
     int n_pos = 0;
@@ -637,7 +645,7 @@ static void serve_generate(server *sv, conn *c, int root, int chat) {
         static const char done[] = "e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n";
         if (send_event(&x, NULL, 0, finish, 0, 0) ||
             (g.include_usage && send_event(&x, NULL, 0, NULL, 1, (int)n_prompt)) ||
-            send_all(sv, c->fd, done, sizeof done - 1))
+            send_all(c, done, sizeof done - 1))
             c->req.keep_alive = 0;
         return;
     }
@@ -651,7 +659,7 @@ static void serve_generate(server *sv, conn *c, int root, int chat) {
                 "\"total_tokens\":%zu}}", chat ? "}" : ",\"logprobs\":null", finish, n_prompt, x.n_gen,
                 n_prompt + (size_t)x.n_gen);
     if (bad) send_error(sv, c, 500, "the response does not fit the server's buffer");
-    else if (send_json(sv, c, 200, sv->out, n)) c->req.keep_alive = 0;
+    else if (send_json(c, 200, sv->out, n)) c->req.keep_alive = 0;
 }
 
 /* ---- routing ------------------------------------------------------------------------------------ */
@@ -679,14 +687,14 @@ static void serve(server *sv, conn *c) {
     size_t n = 0;
     if (health) {
         outf(sv, &n, "{\"status\":\"ok\"}");
-        if (send_json(sv, c, 200, sv->out, n)) c->req.keep_alive = 0;
+        if (send_json(c, 200, sv->out, n)) c->req.keep_alive = 0;
         return;
     }
     if (models) {
         outf(sv, &n, "{\"object\":\"list\",\"data\":[{\"id\":");
         ml_json_put_string(sv->out, sv->out_cap, &n, sv->o.name, strlen(sv->o.name));
         outf(sv, &n, ",\"object\":\"model\",\"created\":0,\"owned_by\":\"legacy-ml\"}]}");
-        if (send_json(sv, c, 200, sv->out, n)) c->req.keep_alive = 0;
+        if (send_json(c, 200, sv->out, n)) c->req.keep_alive = 0;
         return;
     }
     char *body = c->in + r->head_len;
@@ -707,6 +715,7 @@ static void serve_next(server *sv) {
     sv->q_n--;
     conn *c = &sv->conns[i];
     c->state = C_SERVING;
+    c->wait_left = (double)sv->o.timeout_ms;
     serve(sv, c);
     if (c->fd < 0) return;
     if (!c->req.keep_alive) {
@@ -719,6 +728,7 @@ static void serve_next(server *sv) {
     c->head_done = c->continue_sent = 0;
     c->state = C_READING;
     c->deadline = now() + sv->o.timeout_ms / 1e3;
+    c->wait_left = (double)sv->o.timeout_ms;
     if (c->in_n) check_request(sv, i);
 }
 

@@ -2,13 +2,16 @@
 """ml_server with real clients, on the shipped stories260K over loopback:
 the official openai package (completions, chat, streaming, stop, usage,
 seed), curl, raw sockets for malformed requests (each gets a 4xx with a JSON
-error and the server keeps serving), a stalled and a vanished client, the
-API key and the queue limit, a bounded load test (200 requests from 8
+error and the server keeps serving), clients that stall (half a request, a
+stream they stop reading or read too slowly: another client waits at most
+--timeout more than the reply's own generation time, and the slot is freed)
+or leave mid-stream (close, reset), the API key and the queue limit, a bounded load test (200 requests from 8
 clients at once: none lost, none failed, RSS flat) and a clean SIGTERM.
 Greedy text equals ml_run's for the same prompt, byte for byte.
 env: BUILD (folder with ml_server and ml_run)."""
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -196,6 +199,138 @@ def test_stalled_and_gone(port, proc):
     report(ok and time.time() - t0 < 2, "clients: one that leaves mid-stream frees its slot")
 
 
+def reader(timeout=10, rcvbuf=None, linger0=False):
+    """A raw client socket: a fixed receive buffer (no autotuning), or a close that resets."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if rcvbuf:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    if linger0:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
+    s.settimeout(timeout)
+    return s
+
+
+def until_closed(s, limit):
+    """Read until the server closes s (EOF or reset); the seconds it took, or None."""
+    t0 = time.time()
+    s.settimeout(0.2)
+    while time.time() - t0 < limit:
+        try:
+            if not s.recv(1 << 20):
+                return time.time() - t0
+        except socket.timeout:
+            continue
+        except OSError:
+            return time.time() - t0
+    return None
+
+
+def test_slow_clients():
+    """Clients that stall or leave, on a server with --timeout 1000, 3 slots and a 64 KiB model name
+    (every event of a stream carries it: 480 tokens are 30 MiB, more than the sockets' buffers hold,
+    so a client that does not read blocks the server's writes)."""
+    tmo = 1.0
+    p, port, _ = start("--max-queue", "3", "--name", "m" * 65536)
+    short = post("/v1/completions", {"prompt": PROMPT, "max_tokens": 8, "temperature": 0})
+    long = post("/v1/completions", {"prompt": PROMPT, "max_tokens": 480, "temperature": 0, "stream": True})
+    whole = post("/v1/completions", {"prompt": PROMPT, "max_tokens": 480, "temperature": 0})
+
+    def text(body):
+        try:
+            return json.loads(body)["choices"][0]["text"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            return None
+
+    def timed():
+        t0 = time.time()
+        st, body = raw(port, short, timeout=30)
+        return st == 200 and text(body) == want, time.time() - t0
+
+    def slots_free(what):
+        """All 3 slots take a connection again (a slot still held gives a 503)."""
+        idle = [raw(port, b"GET /health HTTP/1.1\r\n", read=False) for _ in range(2)]
+        time.sleep(0.05)
+        st = raw(port, b"GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")[0]
+        for s in idle:
+            s.close()
+        report(st == 200, f"slow clients: {what}: every slot free again ({st})")
+
+    try:
+        st, body = raw(port, short)
+        want = text(body)
+        report(st == 200 and want, "slow clients: the reference reply")
+        # The bound for a client held up by one that stalls: --timeout, plus the time the other's
+        # reply takes to generate when its client reads (requests are served in turn).
+        t0 = time.time()
+        st = raw(port, whole, timeout=30)[0]
+        bound = tmo + (time.time() - t0) + 1.0
+        report(st == 200, f"slow clients: a reply of 480 tokens in {time.time() - t0:.2f} s: the bound is {bound:.2f} s")
+        # (c) Half a head and half a body stall in two slots: the third client is served at once; at the
+        # timeout the half body gets its 408, the half head is closed, and both slots are free.
+        s1 = raw(port, b"POST /v1/completions HTTP/1.1\r\nContent-Le", read=False)
+        s2 = raw(port, short[:-5], read=False)
+        time.sleep(0.05)
+        ok, dt = timed()
+        report(ok and dt < tmo / 2, f"slow clients: half a head and half a body stalled, another is served in {dt:.2f} s")
+        t1, t2 = until_closed(s1, tmo + 2), until_closed(s2, tmo + 2)
+        report(t1 is not None and t2 is not None, "slow clients: the stalled requests are closed at the timeout")
+        s1.close(), s2.close()
+        slots_free("after the stalled requests")
+        # (a) A stream whose client never reads (a 1 KiB receive buffer): the server's write waits
+        # at most --timeout, the reply ends there and its slot is freed.
+        a = reader(rcvbuf=1024)
+        a.connect(("127.0.0.1", port))
+        a.sendall(long)
+        time.sleep(0.2)
+        ok, dt = timed()
+        report(ok and dt < bound, f"slow clients: one that stops reading holds another up {dt:.2f} s "
+               f"(--timeout {tmo:.0f} s), which gets the right reply")
+        report(until_closed(a, 3) is not None, "slow clients: the server closed the one that stopped reading")
+        a.close()
+        slots_free("after the stopped reader")
+        # (a) A client that reads, but slower than the reply comes: each wait ends in time, yet the
+        # waits of one reply add up to --timeout at most.
+        a = reader(rcvbuf=262144)
+        a.connect(("127.0.0.1", port))
+        a.sendall(long)
+        stop = threading.Event()
+
+        def trickle():
+            while not stop.is_set():
+                try:
+                    if not a.recv(1 << 20):
+                        return
+                except OSError:
+                    return
+                time.sleep(0.1)
+        th = threading.Thread(target=trickle)
+        th.start()
+        time.sleep(0.2)
+        ok, dt = timed()
+        stop.set()
+        th.join()
+        report(ok and dt < bound, f"slow clients: one that reads slowly holds another up {dt:.2f} s")
+        a.close()
+        # (b) Clients that leave mid-stream (a close, a reset) or mid-reply (no stream): the next
+        # is served at once and right.
+        for what, linger0, body in [("closes mid-stream", False, long), ("resets mid-stream", True, long),
+                                    ("closes mid-reply", False, whole)]:
+            a = reader(linger0=linger0)
+            a.connect(("127.0.0.1", port))
+            a.sendall(body)
+            if body is long:
+                a.recv(100)
+            a.close()
+            ok, dt = timed()
+            report(ok and dt < 0.5, f"slow clients: after one that {what}, the next is served in {dt:.2f} s")
+        slots_free("after the clients that left")
+    finally:
+        p.terminate()
+        p.wait(5)
+    left = [int(k) for k in re.findall(r"the client left after (\d+) tokens", p.stderr.read())]
+    report(len(left) >= 4 and all(k < 480 for k in left), f"slow clients: the server ended those replies early {left}")
+
+
 def test_load(port, proc):
     results, lock = [], threading.Lock()
 
@@ -272,6 +407,7 @@ def main():
     report(rc == 0 and "stopped" in err, f"stop: SIGINT ends it cleanly (exit {rc})")
     report("client left" in err, "stop: the server saw the client that left")
     test_key_and_queue()
+    test_slow_clients()
 
 
 if __name__ == "__main__":
