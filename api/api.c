@@ -33,8 +33,7 @@ lml_status ml_api_error(lml_error *out, const ml_err *e, ml_status s) {
     return (lml_status)s;
 }
 
-/* A reason of ours (not model/'s) into out; returns s. */
-static lml_status api_fail(lml_error *out, ml_status s, const char *what) {
+lml_status ml_api_fail(lml_error *out, ml_status s, const char *what) {
     ml_err e;
     ml_errf(&e, s, "%s", what);
     return ml_api_error(out, &e, s);
@@ -53,15 +52,15 @@ lml_status ml_api_open(lml_model **out, const char *path, const void *data, size
                        const lml_model_options *opts, lml_error *err) {
     static const lml_model_options none;
     const lml_model_options *o = opts ? opts : &none;
-    if (!out) return api_fail(err, ML_E_ARG, "out: expected a place for the model handle, got NULL");
+    if (!out) return ml_api_fail(err, ML_E_ARG, "out: expected a place for the model handle, got NULL");
     *out = NULL;
-    if (!path && !data) return api_fail(err, ML_E_ARG, "model: expected a path or a buffer, got NULL");
+    if (!path && !data) return ml_api_fail(err, ML_E_ARG, "model: expected a path or a buffer, got NULL");
     if (o->threads < 0 || o->threads > API_MAX_THREADS)
-        return api_fail(err, ML_E_ARG, "threads: expected 0 (default) .. 256");
-    if (o->context < 0) return api_fail(err, ML_E_ARG, "context: expected 0 (the model's) or a positive length");
-    if (o->batch < 0) return api_fail(err, ML_E_ARG, "batch: expected 0 (default) or a positive token count");
+        return ml_api_fail(err, ML_E_ARG, "threads: expected 0 (default) .. 256");
+    if (o->context < 0) return ml_api_fail(err, ML_E_ARG, "context: expected 0 (the model's) or a positive length");
+    if (o->batch < 0) return ml_api_fail(err, ML_E_ARG, "batch: expected 0 (default) or a positive token count");
     lml_model *h = calloc(1, sizeof *h);
-    if (!h) return api_fail(err, ML_E_NOMEM, "out of memory for the model handle");
+    if (!h) return ml_api_fail(err, ML_E_NOMEM, "out of memory for the model handle");
     ml_open_opts oo = {.use_mmap = o->load == LML_LOAD_MMAP ? 1 : o->load == LML_LOAD_READ ? 0 : ML_FILE_AUTO, .max_seq = o->context,
                        .n_threads = o->threads ? o->threads : ml_threads_default(),
                        .batch = o->batch ? o->batch : API_DEFAULT_BATCH, .all_logits = o->all_logits != 0};
@@ -84,7 +83,7 @@ lml_status ml_api_open(lml_model **out, const char *path, const void *data, size
 }
 
 lml_status lml_model_load_tokenizer(lml_model *m, const char *path, lml_error *err) {
-    if (!m) return api_fail(err, ML_E_ARG, "tokenizer: expected a model, got NULL");
+    if (!m) return ml_api_fail(err, ML_E_ARG, "tokenizer: expected a model, got NULL");
     if (m->has_tok) ml_tok_free(&m->tok);
     m->has_tok = 0;
     ml_err e = {{0}};
@@ -142,12 +141,12 @@ void lml_model_get_info(const lml_model *m, lml_model_info *info) {
 
 /* Either kind's need: the BPE bound (10 bytes' worth a byte) covers SentencePiece's (strlen + 3). */
 size_t lml_tokenize_capacity(const char *text) { return ml_bpe_max_tokens(strlen(text ? text : "")); }
-lml_status lml_tokenize(const lml_model *m, const char *text, int add_bos, int *tokens, size_t capacity,
-                        int *n_tokens, lml_error *err) {
+static lml_status tokenize(const lml_model *m, const char *text, int add_bos, int special, int *tokens,
+                           size_t capacity, int *n_tokens, lml_error *err) {
     if (n_tokens) *n_tokens = 0;
     if (!m || !text || !tokens || !n_tokens)
-        return api_fail(err, ML_E_ARG, "tokenize: expected a model, a text and buffers, got NULL");
-    if (!m->has_tok) return api_fail(err, ML_E_ARG, "tokenize: the model has no tokenizer (options.tokenizer)");
+        return ml_api_fail(err, ML_E_ARG, "tokenize: expected a model, a text and buffers, got NULL");
+    if (!m->has_tok) return ml_api_fail(err, ML_E_ARG, "tokenize: the model has no tokenizer (options.tokenizer)");
     size_t need = ml_tok_max_tokens(&m->tok, text);
     if (capacity < need) {
         ml_err e;
@@ -156,7 +155,28 @@ lml_status lml_tokenize(const lml_model *m, const char *text, int add_bos, int *
         return ml_api_error(err, &e, ML_E_ARG);
     }
     ml_err e = {{0}};
-    return ml_api_error(err, &e, ml_tok_encode(&m->tok, text, add_bos != 0, 0, 0, tokens, n_tokens, &e));
+    return ml_api_error(err, &e, ml_tok_encode(&m->tok, text, add_bos != 0, 0, special, tokens, n_tokens, &e));
+}
+
+lml_status lml_tokenize(const lml_model *m, const char *text, int add_bos, int *tokens, size_t capacity,
+                        int *n_tokens, lml_error *err) {
+    return tokenize(m, text, add_bos, 0, tokens, capacity, n_tokens, err);
+}
+
+lml_status lml_tokenize_special(const lml_model *m, const char *text, int add_bos, int *tokens, size_t capacity,
+                                int *n_tokens, lml_error *err) {
+    return tokenize(m, text, add_bos, 1, tokens, capacity, n_tokens, err);
+}
+
+_Static_assert(LML_PIECE_MAX == ML_BPE_MAX_TOKEN_LEN, "the longest byte-level piece");
+
+const char *lml_token_text(const lml_model *m, int token, size_t *len) {
+    if (len) *len = 0;
+    if (!m || !m->has_tok || token < 0 || token >= ml_tok_vocab(&m->tok)) return NULL;
+    size_t n = 0;
+    const char *p = ml_tok_text(&m->tok, token, &n);
+    if (len) *len = p ? n : 0;
+    return p;
 }
 
 const char *lml_token_piece(const lml_model *m, int prev, int token, size_t *len) {
@@ -205,7 +225,7 @@ static ml_status eval_each(void *ud, int pos, const float *logits, ml_err *err) 
 
 lml_status lml_eval(lml_model *m, const int *tokens, int n, int pos0, lml_logits_fn each, void *ud,
                     lml_error *err) {
-    if (!m || !tokens) return api_fail(err, ML_E_ARG, "eval: expected a model and tokens, got NULL");
+    if (!m || !tokens) return ml_api_fail(err, ML_E_ARG, "eval: expected a model and tokens, got NULL");
     eval_ctx c = {each, ud, m->m.cfg.vocab};
     int cap = narrow_batch(&m->m, each != NULL);
     ml_err e = {{0}};
@@ -251,11 +271,11 @@ lml_status lml_generate(lml_model *m, const int *prompt, int n_prompt, int steps
     int unused;
     if (!n_pos) n_pos = &unused;
     *n_pos = 0;
-    if (!m || !prompt) return api_fail(err, ML_E_ARG, "generate: expected a model and a prompt, got NULL");
+    if (!m || !prompt) return ml_api_fail(err, ML_E_ARG, "generate: expected a model and a prompt, got NULL");
     lml_sampler_options so = sampler ? *sampler : lml_sampler_defaults();
     if (!(so.temperature >= 0.0f) || isinf(so.temperature))
-        return api_fail(err, ML_E_ARG, "temperature: expected a finite number >= 0");
-    if (!(so.top_p >= 0.0f && so.top_p <= 1.0f)) return api_fail(err, ML_E_ARG, "top_p: expected a number in [0, 1]");
+        return ml_api_fail(err, ML_E_ARG, "temperature: expected a finite number >= 0");
+    if (!(so.top_p >= 0.0f && so.top_p <= 1.0f)) return ml_api_fail(err, ML_E_ARG, "top_p: expected a number in [0, 1]");
     ml_model *mm = &m->m;
     ml_err e = {{0}};
     ml_sampler smp;
@@ -270,7 +290,10 @@ lml_status lml_generate(lml_model *m, const int *prompt, int n_prompt, int steps
                            .on_token = cb && cb->on_token ? gen_token : NULL,
                            .on_prompt_done = cb && cb->on_prompt_done ? gen_prompt_done : NULL,
                            .should_stop = gen_should_stop, .ud = &g};
-    if (m->has_tok && m->tok.kind == ML_TOK_KIND_BPE) { /* its end of text and end of turn, not ids 1 and 2 */
+    if (m->n_stop) { /* lml_model_set_stop_tokens */
+        memcpy(gc.stop, m->stop, sizeof m->stop);
+        gc.n_stop = m->n_stop;
+    } else if (m->has_tok && m->tok.kind == ML_TOK_KIND_BPE) { /* its end of text and end of turn, not ids 1 and 2 */
         for (int id, k = 0; k < 2; k++)
             if ((id = k ? ml_tok_eot(&m->tok) : ml_tok_eos(&m->tok)) >= 0) gc.stop[gc.n_stop++] = id;
         if (!gc.n_stop) gc.stop[gc.n_stop++] = -1; /* none: run to steps */
@@ -282,10 +305,27 @@ lml_status lml_generate(lml_model *m, const int *prompt, int n_prompt, int steps
     return ml_api_error(err, &e, s);
 }
 
+_Static_assert(LML_MAX_STOP_TOKENS == sizeof(((ml_gen_callbacks *)0)->stop) / sizeof(int), "ml_generate's stop list");
+
+lml_status lml_model_set_stop_tokens(lml_model *m, const int *ids, int n, lml_error *err) {
+    if (!m || (n && !ids)) return ml_api_fail(err, ML_E_ARG, "stop tokens: expected a model and ids, got NULL");
+    if (n < 0 || n > LML_MAX_STOP_TOKENS)
+        return ml_api_fail(err, ML_E_ARG, "stop tokens: expected 0 (the default) .. 4 ids");
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= m->m.cfg.vocab) {
+            ml_err e;
+            ml_errf(&e, ML_E_ARG, "stop tokens: id %d is outside the vocab (%d tokens)", ids[i], m->m.cfg.vocab);
+            return ml_api_error(err, &e, ML_E_ARG);
+        }
+    for (int i = 0; i < n; i++) m->stop[i] = ids[i];
+    m->n_stop = n;
+    return ml_api_error(err, NULL, ML_OK);
+}
+
 /* ---- speculation ---------------------------------------------------------- */
 
 lml_status lml_model_speculate(lml_model *m, int n_draft, lml_model *draft, lml_error *err) {
-    if (!m) return api_fail(err, ML_E_ARG, "speculate: expected a model, got NULL");
+    if (!m) return ml_api_fail(err, ML_E_ARG, "speculate: expected a model, got NULL");
     if (m->has_spec) ml_spec_free(&m->sp);
     m->has_spec = 0;
     if (!n_draft) return ml_api_error(err, NULL, ML_OK);

@@ -16,10 +16,14 @@ struct lml_model {
     int tok_from_file; /* ... from options.tokenizer or lml_model_load_tokenizer's path */
     ml_spec sp;        /* lml_model_speculate */
     int has_spec;
+    int stop[LML_MAX_STOP_TOKENS]; /* (n_stop) lml_model_set_stop_tokens; n_stop 0: the default */
+    int n_stop;
 };
 
 /* ml_err -> lml_error (either may be NULL); returns s as an lml_status. */
 lml_status ml_api_error(lml_error *out, const ml_err *e, ml_status s);
+/* A reason of the API's own (not model/'s) into out; returns s. */
+lml_status ml_api_fail(lml_error *out, ml_status s, const char *what);
 
 /* lml_model_open(_memory) after the CPU check passed: path or (data, size). */
 lml_status ml_api_open(lml_model **out, const char *path, const void *data, size_t size,

@@ -65,6 +65,9 @@ static inline int ml_cli_load_mode(int use_mmap) {
 
 int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t msg_size);
 
+/* The name the programs print for a status: "ML_E_FORMAT" (lml_status_name without its L). */
+static inline const char *ml_cli_status_name(lml_status s) { return lml_status_name(s) + 1; }
+
 /* -m FILE.gguf: the path of its .mlb in the cache, converted there on first
  * use (saying so on stderr); any other model path is returned as given.
  * NULL after printing why the GGUF cannot be run. buf holds the path. */

@@ -15,7 +15,6 @@
 #include "core/status.h"
 #include "core/threads.h" /* ML_THREADS_DEFAULT_MAX */
 #include "include/legacy_ml.h"
-#include "model/bpe.h" /* ML_BPE_MAX_TOKEN_LEN */
 
 #define DEFAULT_STEPS 256
 
@@ -119,9 +118,9 @@ static void emit_piece(run_ctx *r, const char *piece, size_t len) {
 }
 
 static void show_piece(run_ctx *r, const char *piece, size_t len) {
-    char whole[ML_BPE_MAX_TOKEN_LEN + 8];
+    char whole[LML_PIECE_MAX + 8];
     if (piece && r->byte_level) {
-        if (len > ML_BPE_MAX_TOKEN_LEN) len = ML_BPE_MAX_TOKEN_LEN; /* the longest a BPE piece is */
+        if (len > LML_PIECE_MAX) len = LML_PIECE_MAX; /* the longest a BPE piece is */
         len = lml_utf8_feed(&r->utf8, piece, len, whole);
         piece = whole;
     }

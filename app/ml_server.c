@@ -5,7 +5,7 @@
  *
  * One thread, one event loop: connections are read with poll() and a
  * deadline; a complete request joins a queue; requests are served one at a
- * time, in order, through ml_generate (the text of ml_run, byte for byte).
+ * time, in order, through lml_generate (the text of ml_run, byte for byte).
  * Between two tokens the loop accepts and reads the others, and the writes
  * of one reply wait for its client --timeout in all, so a slow or stalled
  * client holds nobody up for longer than --timeout; a client that
@@ -33,12 +33,7 @@
 #include "app/http.h"
 #include "app/json.h"
 #include "app/run_text.h"
-#include "config/ml_config.h"
-#include "model/chat.h"
-#include "model/generate.h"
-#include "model/model.h"
-#include "model/sampler.h"
-#include "model/tok.h"
+#include "include/legacy_ml.h"
 
 #ifndef MSG_NOSIGNAL
 #define MSG_NOSIGNAL 0
@@ -72,11 +67,11 @@ static void usage(FILE *f) {
             "                       the previous reply), or a reply that has waited MS ms in\n"
             "                       all for the client to read, closes it (default 10000)\n"
             "build: %s\n",
-            ML_ISA_NAME);
+            lml_build_isa());
 }
 
 static int parse_args(int argc, char **argv, srv_opts *o) {
-    *o = (srv_opts){.host = "127.0.0.1", .port = 8080, .threads = ml_threads_default(), .batch = ML_RUN_DEFAULT_BATCH,
+    *o = (srv_opts){.host = "127.0.0.1", .port = 8080, .threads = 0 /* the library's default */, .batch = ML_RUN_DEFAULT_BATCH,
                     .max_queue = 16, .max_head = 8192, .max_body = 262144, .max_tokens = 4096, .json_depth = 32,
                     .timeout_ms = 10000};
     for (int i = 1; i < argc; i += 2) { /* every option but -h takes a value */
@@ -136,10 +131,9 @@ typedef struct {
 
 typedef struct {
     srv_opts o;
-    ml_model m;
-    ml_tok tok;
-    ml_chat chat;
-    int have_chat, have_model, have_tok;
+    lml_model *m;
+    lml_model_info info;
+    lml_chat *chat;    /* NULL: no template, /v1/chat/completions refused */
     int listen_fd;
     conn *conns;       /* (max_queue) */
     int *queue, q_head, q_n; /* (max_queue) indices of complete requests, in arrival order */
@@ -151,7 +145,7 @@ typedef struct {
     int *tokens;       /* (tok_cap) the prompt's ids (and the encoder's workspace) */
     size_t tok_cap;
     ml_json json;      /* its node pool */
-    ml_chat_msg *msgs; /* (ML_SRV_MAX_MSGS) */
+    lml_chat_message *msgs; /* (ML_SRV_MAX_MSGS) */
     unsigned long n_requests;
 } server;
 
@@ -377,11 +371,11 @@ static const char *read_params(server *sv, int root, gen_req *g) {
             int role = ml_json_get(j, e, "role"), content = ml_json_get(j, e, "content");
             if (role < 0 || N[role].type != ML_JSON_STRING) return "each message needs a string 'role'";
             if (content < 0 || N[content].type != ML_JSON_STRING) return "each message needs a string 'content'";
-            ml_chat_msg *m = &sv->msgs[g->n_msgs++];
+            lml_chat_message *m = &sv->msgs[g->n_msgs++];
             const char *r = N[role].str;
-            m->role = !strcmp(r, "system") || !strcmp(r, "developer") ? ML_CHAT_SYSTEM
-                      : !strcmp(r, "user") ? ML_CHAT_USER : ML_CHAT_ASSISTANT;
-            if (m->role == ML_CHAT_ASSISTANT && strcmp(r, "assistant"))
+            m->role = !strcmp(r, "system") || !strcmp(r, "developer") ? LML_ROLE_SYSTEM
+                      : !strcmp(r, "user") ? LML_ROLE_USER : LML_ROLE_ASSISTANT;
+            if (m->role == LML_ROLE_ASSISTANT && strcmp(r, "assistant"))
                 return "a message's role must be system, user or assistant";
             m->content = N[content].str;
         }
@@ -448,7 +442,7 @@ typedef struct {
     int generating, n_gen, gone;
     size_t text_n, sent;     /* the reply's bytes so far; streamed up to sent */
     int full;                /* the text buffer is full */
-    ml_utf8_stream utf8;
+    lml_utf8_state utf8;
     ml_stop_text stop;
 } gen_ctx;
 
@@ -516,29 +510,8 @@ static void stream_more(gen_ctx *x) {
     x->sent = upto;
 }
 
-static void on_token(void *ud, int prev, int token) {
-    gen_ctx *x = ud;
-    if (!x->generating) return; /* the prompt's own tokens */
-    x->n_gen++;
-    size_t len = 0;
-    const char *piece = ml_tok_decode(&x->sv->tok, prev, token, &len);
-    char whole[ML_BPE_MAX_TOKEN_LEN + 8];
-    if (piece && x->sv->tok.kind == ML_TOK_KIND_BPE) {
-        len = ml_utf8_stream_feed(&x->utf8, piece, len, whole);
-        piece = whole;
-    }
-    if (piece) ml_stop_text_feed(&x->stop, piece, len);
-    if (x->g->stream) stream_more(x);
-}
-
-static void on_prompt_done(void *ud, int n_prompt) {
-    (void)n_prompt;
-    ((gen_ctx *)ud)->generating = 1;
-}
-
 /* Between two tokens: the others are read; a client gone ends its reply. */
-static int should_stop(void *ud) {
-    gen_ctx *x = ud;
+static int should_stop(gen_ctx *x) {
     pump(x->sv, 0);
     if (!x->g->stream && !x->gone) {
         char b;
@@ -549,6 +522,27 @@ static int should_stop(void *ud) {
     return x->gone || x->full || x->stop.stopped || stopping;
 }
 
+/* Each token after the prompt's: its text, then whether to stop. */
+static int on_token(void *ud, int token, const char *piece, size_t len) {
+    gen_ctx *x = ud;
+    (void)token;
+    if (!x->generating) return 0; /* the prompt's own tokens */
+    x->n_gen++;
+    char whole[LML_PIECE_MAX + 8];
+    if (piece && x->sv->info.byte_level) {
+        len = lml_utf8_feed(&x->utf8, piece, len, whole);
+        piece = whole;
+    }
+    if (piece) ml_stop_text_feed(&x->stop, piece, len);
+    if (x->g->stream) stream_more(x);
+    return should_stop(x);
+}
+
+static void on_prompt_done(void *ud, int n_prompt) {
+    (void)n_prompt;
+    ((gen_ctx *)ud)->generating = 1;
+}
+
 static void serve_generate(server *sv, conn *c, int root, int chat) {
     gen_req g = {.chat = chat};
     const char *why = read_params(sv, root, &g);
@@ -556,31 +550,33 @@ static void serve_generate(server *sv, conn *c, int root, int chat) {
         send_error(sv, c, 400, why);
         return;
     }
-    ml_err err = {{0}};
-    ml_status s;
-    size_t n_prompt = 0;
+    lml_error err = {{0}};
+    lml_status s;
+    int n_ids = 0;
     if (chat) {
-        if (!sv->have_chat) {
+        if (!sv->chat) {
             send_error(sv, c, 400, "this server has no chat template: start it with --chat-template NAME");
             return;
         }
-        if (ml_chat_max_tokens(&sv->chat, sv->msgs, g.n_msgs) > sv->tok_cap) {
+        if (lml_chat_capacity(sv->chat, sv->msgs, g.n_msgs) > sv->tok_cap) {
             send_error(sv, c, 400, "the messages are too long");
             return;
         }
-        s = ml_chat_render(&sv->chat, sv->msgs, g.n_msgs, 1, sv->tokens, sv->tok_cap, &n_prompt, &err);
+        s = lml_chat_render(sv->chat, sv->msgs, g.n_msgs, LML_CHAT_ADD_GENERATION_PROMPT, sv->tokens, sv->tok_cap,
+                            &n_ids, &err);
     } else {
-        int n = 0;
-        s = ml_tok_max_tokens(&sv->tok, g.prompt) > sv->tok_cap
-                ? ml_errf(&err, ML_E_ARG, "the prompt is too long")
-                : ml_tok_encode(&sv->tok, g.prompt, ml_tok_add_bos(&sv->tok), 0, 0, sv->tokens, &n, &err);
-        n_prompt = (size_t)n;
+        if (lml_tokenize_capacity(g.prompt) > sv->tok_cap) {
+            send_error(sv, c, 400, "the prompt is too long");
+            return;
+        }
+        s = lml_tokenize(sv->m, g.prompt, sv->info.add_bos, sv->tokens, sv->tok_cap, &n_ids, &err);
     }
     if (s) {
-        send_error(sv, c, 400, err.msg);
+        send_error(sv, c, 400, err.message);
         return;
     }
-    int ctx = sv->m.cfg.max_seq;
+    size_t n_prompt = (size_t)n_ids;
+    int ctx = sv->info.context;
     if (n_prompt == 0) {
         send_error(sv, c, 400, "the prompt is empty and this tokenizer starts with no BOS");
         return;
@@ -591,28 +587,29 @@ static void serve_generate(server *sv, conn *c, int root, int chat) {
         send_error(sv, c, 400, msg);
         return;
     }
-    /* ml_generate emits steps - n_prompt + 1 tokens: max_tokens of them. */
+    /* lml_generate emits steps - n_prompt + 1 tokens: max_tokens of them. */
     long steps = (long)n_prompt + g.max_tokens - 1;
     if (steps > ctx) steps = ctx;
-    ml_gen_callbacks cb = {.on_token = on_token, .on_prompt_done = on_prompt_done, .should_stop = should_stop};
+    lml_callbacks cb = {.on_token = on_token, .on_prompt_done = on_prompt_done};
+    /* A chat's reply ends at its template's end of turn, or the model's EOS
+     * or EOT; a completion at the library's default stops, as ml_run's. */
+    int stops[3], n_stops = 0, eot = lml_chat_end_of_turn(sv->chat);
     if (chat) {
-        cb.stop[cb.n_stop++] = sv->chat.stop;
-        if (ml_tok_eos(&sv->tok) >= 0 && ml_tok_eos(&sv->tok) != sv->chat.stop) cb.stop[cb.n_stop++] = ml_tok_eos(&sv->tok);
-        if (ml_tok_eot(&sv->tok) >= 0 && ml_tok_eot(&sv->tok) != sv->chat.stop) cb.stop[cb.n_stop++] = ml_tok_eot(&sv->tok);
-    } else if (sv->tok.kind == ML_TOK_KIND_BPE) { /* as ml_run */
-        for (int id, k = 0; k < 2; k++)
-            if ((id = k ? ml_tok_eot(&sv->tok) : ml_tok_eos(&sv->tok)) >= 0) cb.stop[cb.n_stop++] = id;
-        if (!cb.n_stop) cb.stop[cb.n_stop++] = -1;
+        stops[n_stops++] = eot;
+        if (sv->info.eos >= 0 && sv->info.eos != eot) stops[n_stops++] = sv->info.eos;
+        if (sv->info.eot >= 0 && sv->info.eot != eot) stops[n_stops++] = sv->info.eot;
+    }
+    if ((s = lml_model_set_stop_tokens(sv->m, stops, n_stops, &err))) {
+        send_error(sv, c, 500, err.message);
+        return;
     }
     gen_ctx x = {.sv = sv, .c = c, .g = &g, .created = (long)time(NULL)};
     snprintf(x.id, sizeof x.id, "%s-%lu", chat ? "chatcmpl" : "cmpl", ++sv->n_requests);
     memset(&x.utf8, 0, sizeof x.utf8);
     ml_stop_text_init(&x.stop, g.stops, g.n_stops, emit_text, &x);
     cb.ud = &x;
-    ml_sampler smp;
-    ml_sampler_init(&smp, sv->m.cfg.vocab, (float)g.temperature, (float)g.top_p,
-                    g.has_seed ? g.seed : (unsigned long long)time(NULL) + sv->n_requests, sv->m.s.sampler_scratch);
-    ml_sampler_set_filters(&smp, 0, 0.0f, 1.0f, 0, ctx, NULL);
+    lml_sampler_options so = {.temperature = (float)g.temperature, .top_p = (float)g.top_p, .repeat_penalty = 1.0f,
+                              .seed = g.has_seed ? g.seed : (unsigned long long)time(NULL) + sv->n_requests};
     if (g.stream) {
         static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
                                    "Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n";
@@ -621,9 +618,9 @@ static void serve_generate(server *sv, conn *c, int root, int chat) {
     }
     int n_pos = 0;
     c->state = C_SERVING;
-    s = ml_generate(&sv->m, &smp, sv->tokens, (int)n_prompt, (int)steps, &cb, &n_pos, &err);
+    s = lml_generate(sv->m, sv->tokens, (int)n_prompt, (int)steps, &so, &cb, &n_pos, &err);
     char rest[8];
-    size_t nr = ml_utf8_stream_flush(&x.utf8, rest);
+    size_t nr = lml_utf8_flush(&x.utf8, rest);
     if (nr) ml_stop_text_feed(&x.stop, rest, nr);
     ml_stop_text_flush(&x.stop);
     if (x.gone) {
@@ -633,7 +630,7 @@ static void serve_generate(server *sv, conn *c, int root, int chat) {
     }
     if (s) {
         if (g.stream) c->req.keep_alive = 0; /* the stream just ends */
-        else send_error(sv, c, 500, err.msg);
+        else send_error(sv, c, 500, err.message);
         return;
     }
     /* "length": the tokens ran out (max_tokens or the context), or the text buffer. */
@@ -736,41 +733,36 @@ static void serve_next(server *sv) {
 
 static int start(server *sv) {
     srv_opts *o = &sv->o;
-    ml_err err = {{0}};
-    ml_status s;
-    ml_open_opts oo = {.use_mmap = ML_FILE_AUTO, .max_seq = (int)o->context, .n_threads = (int)o->threads, .batch = (int)o->batch};
-    if ((s = ml_model_open(&sv->m, o->model, &oo, &err))) {
-        fprintf(stderr, "ml_server: loading the model failed (%s): %s\n", ml_status_name(s), err.msg);
+    lml_error err = {{0}};
+    lml_status s;
+    /* The tokenizer apart, so that its failure is told as such. */
+    lml_model_options mo = {.no_tokenizer = 1, .threads = (int)o->threads, .context = (int)o->context,
+                            .batch = (int)o->batch, .load = LML_LOAD_AUTO};
+    if ((s = lml_model_open(&sv->m, o->model, &mo, &err))) {
+        fprintf(stderr, "ml_server: loading the model failed (%s): %s\n", ml_cli_status_name(s), err.message);
         return ML_EXIT_FAIL;
     }
-    sv->have_model = 1;
-    if ((s = ml_tok_load_or_embedded(&sv->tok, o->tokenizer, sv->m.tokenizer.data, sv->m.tokenizer.len,
-                                     sv->m.cfg.vocab, &err))) {
-        fprintf(stderr, "ml_server: loading the tokenizer failed (%s): %s\n", ml_status_name(s), err.msg);
+    if ((s = lml_model_load_tokenizer(sv->m, o->tokenizer, &err))) {
+        fprintf(stderr, "ml_server: loading the tokenizer failed (%s): %s\n", ml_cli_status_name(s), err.message);
         return ML_EXIT_FAIL;
     }
-    sv->have_tok = 1;
+    lml_model_get_info(sv->m, &sv->info);
     /* --chat-template, or the model's own template (.mlb v2); with neither,
      * only /v1/completions serves. */
-    ml_chat_kind kind;
-    if (o->template_name || sv->m.chat_template.len) {
-        s = ml_chat_kind_choose(o->template_name, (const char *)sv->m.chat_template.data, sv->m.chat_template.len,
-                                &kind, &err);
-        if (!s) s = ml_chat_init(&sv->chat, kind, &sv->tok, -1, -1, -1, -1, (size_t)o->max_body, &err);
-        if (s) {
-            fprintf(stderr, "ml_server: the chat template: %s\n", err.msg);
-            return s == ML_E_ARG ? ML_EXIT_USAGE : ML_EXIT_FAIL;
+    if (o->template_name || sv->info.chat_template_bytes) {
+        if ((s = lml_chat_open(&sv->chat, sv->m, o->template_name, (size_t)o->max_body, &err))) {
+            fprintf(stderr, "ml_server: the chat template: %s\n", err.message);
+            return s == LML_E_ARG ? ML_EXIT_USAGE : ML_EXIT_FAIL;
         }
-        sv->have_chat = 1;
     }
     /* The pools. The JSON nodes: at most one per two body bytes, plus one. */
     sv->in_cap = (size_t)o->max_head + (size_t)o->max_body + 1;
     sv->text_cap = (size_t)1 << 18;
     sv->out_cap = 6 * sv->text_cap + 65536;
     /* The prompt's ids: the body's text and the template's, with the encoder's workspace. */
+    /* lml_tokenize_capacity's bound (either kind of tokenizer), and lml_chat_capacity's per message. */
     size_t text_max = (size_t)o->max_body + 64 * (ML_SRV_MAX_MSGS + 1);
-    sv->tok_cap = (sv->tok.kind == ML_TOK_KIND_BPE ? ml_bpe_max_tokens(text_max) : text_max + 3) +
-                  16 * (ML_SRV_MAX_MSGS + 1);
+    sv->tok_cap = 10 * text_max + 16 + 16 * (ML_SRV_MAX_MSGS + 1);
     sv->json.cap = (int)(o->max_body / 2 + 2);
     sv->json.max_depth = (int)o->json_depth;
     sv->conns = calloc((size_t)o->max_queue, sizeof *sv->conns);
@@ -806,8 +798,8 @@ static int start(server *sv) {
     socklen_t al = sizeof addr;
     getsockname(sv->listen_fd, (struct sockaddr *)&addr, &al);
     printf("ml_server: listening on http://%s:%d, model %s (%s, context %d, %s), template %s, build %s%s\n", o->host,
-           ntohs(addr.sin_port), o->name, o->model, sv->m.cfg.max_seq, ml_tok_kind_name(&sv->tok),
-           sv->have_chat ? ml_chat_name(sv->chat.kind) : "none", ML_ISA_NAME, o->api_key ? ", API key required" : "");
+           ntohs(addr.sin_port), o->name, o->model, sv->info.context, sv->info.tokenizer,
+           sv->chat ? lml_chat_name(sv->chat) : "none", lml_build_isa(), o->api_key ? ", API key required" : "");
     fflush(stdout);
     return ML_CLI_RUN;
 }
@@ -820,9 +812,8 @@ static void stop_server(server *sv) {
     if (sv->listen_fd >= 0) close(sv->listen_fd);
     free(sv->conns), free(sv->queue), free(sv->out), free(sv->text), free(sv->tokens), free(sv->json.nodes);
     free(sv->msgs);
-    if (sv->have_chat) ml_chat_free(&sv->chat);
-    if (sv->have_tok) ml_tok_free(&sv->tok);
-    if (sv->have_model) ml_model_close(&sv->m);
+    lml_chat_close(sv->chat);
+    lml_model_close(sv->m);
 }
 
 int ml_main(int argc, char **argv) {

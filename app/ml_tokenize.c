@@ -10,10 +10,8 @@
 
 #include "app/cli.h"
 #include "app/exit_codes.h"
-#include "config/ml_config.h"
-#include "core/path.h"
-#include "model/model.h"
-#include "model/tok.h"
+#include "core/path.h" /* ml_fopen: UTF-8 paths on Windows too */
+#include "include/legacy_ml.h"
 
 typedef struct {
     const char *model, *tokenizer, *text, *file;
@@ -38,7 +36,7 @@ static void usage(FILE *f) {
             "output: one line per token, 'id -> 'piece'' (bytes that are no whole UTF-8\n"
             "character, quotes and backslashes are written \\xNN)\n"
             "build: %s\n",
-            ML_ISA_NAME);
+            lml_build_isa());
 }
 
 static int usage_error(const char *what, const char *arg) {
@@ -146,22 +144,23 @@ int ml_main(int argc, char **argv) {
     if (rc != ML_CLI_RUN) return rc;
     char gguf_mlb[4096]; /* -m X.gguf: its cached .mlb */
     if (!(o.model = ml_cli_model_path("ml_tokenize", o.model, gguf_mlb, sizeof gguf_mlb))) return ML_EXIT_FAIL;
-    /* The model only for its vocab size: a one-position context, one thread. */
-    ml_open_opts oo = {.use_mmap = 1, .max_seq = 1, .n_threads = 1, .batch = 1};
-    ml_err err = {{0}};
-    ml_model m;
-    ml_status s = ml_model_open(&m, o.model, &oo, &err);
+    /* The model only for its vocab size: a one-position context, one thread;
+     * the tokenizer apart, so that its failure is told as such. */
+    lml_model_options mo = {.no_tokenizer = 1, .threads = 1, .context = 1, .batch = 1, .load = LML_LOAD_MMAP};
+    lml_error err = {{0}};
+    lml_model *m;
+    lml_status s = lml_model_open(&m, o.model, &mo, &err);
     if (s) {
-        fprintf(stderr, "ml_tokenize: loading the model failed (%s): %s\n", ml_status_name(s), err.msg);
+        fprintf(stderr, "ml_tokenize: loading the model failed (%s): %s\n", ml_cli_status_name(s), err.message);
         return ML_EXIT_FAIL;
     }
-    ml_tok tok;
-    s = ml_tok_load_or_embedded(&tok, o.tokenizer, m.tokenizer.data, m.tokenizer.len, m.cfg.vocab, &err);
-    ml_model_close(&m);
-    if (s) {
-        fprintf(stderr, "ml_tokenize: loading the tokenizer failed (%s): %s\n", ml_status_name(s), err.msg);
-        return s == ML_E_ARG ? ML_EXIT_USAGE : ML_EXIT_FAIL;
+    if ((s = lml_model_load_tokenizer(m, o.tokenizer, &err))) {
+        fprintf(stderr, "ml_tokenize: loading the tokenizer failed (%s): %s\n", ml_cli_status_name(s), err.message);
+        lml_model_close(m);
+        return s == LML_E_ARG ? ML_EXIT_USAGE : ML_EXIT_FAIL;
     }
+    lml_model_info info;
+    lml_model_get_info(m, &info);
     char *owned = NULL;
     const char *text = o.text;
     int *ids = NULL, n = 0;
@@ -170,14 +169,16 @@ int ml_main(int argc, char **argv) {
         if (!read_text(o.file, &owned)) goto done;
         text = owned;
     }
-    ids = malloc(ml_tok_max_tokens(&tok, text) * sizeof *ids);
+    size_t cap = lml_tokenize_capacity(text);
+    ids = malloc(cap * sizeof *ids);
     if (!ids) {
         fprintf(stderr, "ml_tokenize: out of memory for the tokens\n");
         goto done;
     }
     double t0 = ml_cli_now();
-    if ((s = ml_tok_encode(&tok, text, !o.no_bos && ml_tok_add_bos(&tok), 0, o.special, ids, &n, &err))) {
-        fprintf(stderr, "ml_tokenize: tokenizing failed (%s): %s\n", ml_status_name(s), err.msg);
+    s = (o.special ? lml_tokenize_special : lml_tokenize)(m, text, !o.no_bos && info.add_bos, ids, cap, &n, &err);
+    if (s) {
+        fprintf(stderr, "ml_tokenize: tokenizing failed (%s): %s\n", ml_cli_status_name(s), err.message);
         goto done;
     }
     double dt = ml_cli_now() - t0;
@@ -190,7 +191,7 @@ int ml_main(int argc, char **argv) {
             continue;
         }
         size_t len = 0;
-        const char *p = ml_tok_text(&tok, ids[i], &len);
+        const char *p = lml_token_text(m, ids[i], &len);
         printf("%6d -> '", ids[i]);
         print_piece((const unsigned char *)p, len);
         fputs("'\n", stdout);
@@ -201,6 +202,6 @@ int ml_main(int argc, char **argv) {
 done:
     free(ids);
     free(owned);
-    ml_tok_free(&tok);
+    lml_model_close(m);
     return rc;
 }

@@ -163,6 +163,19 @@ LML_API lml_status lml_tokenize(const lml_model *m, const char *text, int add_bo
  * a tokenizer. A byte-level BPE piece may be part of a UTF-8 character:
  * print pieces through an lml_utf8_state. */
 LML_API const char *lml_token_piece(const lml_model *m, int prev, int token, size_t *len);
+/* The most bytes lml_token_piece returns for a byte-level model (lml_model_info.byte_level):
+ * LML_PIECE_MAX + 4 bytes of out always hold what lml_utf8_feed releases for such a piece. */
+#define LML_PIECE_MAX 1024
+/* lml_tokenize, except that a control token spelled in text ("<|im_end|>") is
+ * that one token, as in a template's own text (ml_tokenize --special). Never
+ * for a user's text: it could end a turn (lml_chat_render encodes messages as
+ * plain text). */
+LML_API lml_status lml_tokenize_special(const lml_model *m, const char *text, int add_bos, int *tokens,
+                                        size_t capacity, int *n_tokens, lml_error *err);
+/* The token's own text as the vocabulary holds it, control tokens spelled out
+ * ("<|im_end|>", SentencePiece's "<s>"); *len bytes, valid while the model is
+ * open. NULL and *len 0 for a token outside the vocab or without a tokenizer. */
+LML_API const char *lml_token_text(const lml_model *m, int token, size_t *len);
 
 /* Streaming UTF-8: a character whose bytes arrive in two pieces is released
  * once, whole. Start zeroed; feed each piece, out receives the bytes ready
@@ -233,6 +246,14 @@ LML_API lml_status lml_generate(lml_model *m, const int *prompt, int n_prompt, i
                                 const lml_sampler_options *sampler, const lml_callbacks *cb,
                                 int *n_pos, lml_error *err);
 
+/* The tokens that end m's lml_generate when sampled (such a token reaches no
+ * callback and is not run): ids[0..n), 1 <= n <= LML_MAX_STOP_TOKENS, each in
+ * the vocab. n 0: the default again (a byte-level vocabulary's end of text
+ * and end of turn; SentencePiece's BOS and EOS). Kept until the next call. A
+ * chat's reply stops at lml_chat_end_of_turn (and the model's EOS and EOT). */
+#define LML_MAX_STOP_TOKENS 4
+LML_API lml_status lml_model_set_stop_tokens(lml_model *m, const int *ids, int n, lml_error *err);
+
 /* Speculative decoding for m's lml_generate: n_draft (1 .. 64) drafted
  * tokens per step at most, from prompt lookup (draft NULL) or from the draft
  * model (same vocabulary, context >= m's; it must stay open while set).
@@ -242,6 +263,69 @@ LML_API lml_status lml_generate(lml_model *m, const int *prompt, int n_prompt, i
 LML_API lml_status lml_model_speculate(lml_model *m, int n_draft, lml_model *draft, lml_error *err);
 /* Speculation's counters so far: drafts checked, drafts accepted, model steps. */
 LML_API void lml_speculation_stats(const lml_model *m, long *drafted, long *accepted, long *steps);
+
+/* ---- chat ------------------------------------------------------------ */
+
+/* A chat template: a conversation (system, user and assistant messages) as
+ * the ids an Instruct model was trained on. The templates of the families
+ * we run, written out (no Jinja engine): "chatml" (SmolLM2, Qwen2.5/Qwen3),
+ * "llama3", "zephyr" (TinyLlama-Chat), "llama2" ([INST]). Control tokens
+ * (<|im_start|>, <|eot_id|>, BOS, EOS ...) are inserted by id; every text
+ * between them, the messages included, is encoded as plain text, so a
+ * message that spells "<|im_end|>" cannot end a turn.
+ *
+ *   lml_chat *c;
+ *   if (lml_chat_open(&c, m, NULL, 0, &e)) { puts(e.message); ... }  (the model's own template)
+ *   lml_chat_message msgs[] = {{LML_ROLE_SYSTEM, "Be brief."}, {LML_ROLE_USER, "Hi!"}};
+ *   int ids[4096], n, stop[1] = {lml_chat_end_of_turn(c)};
+ *   lml_chat_render(c, msgs, 2, LML_CHAT_ADD_GENERATION_PROMPT, ids, 4096, &n, &e);
+ *   lml_model_set_stop_tokens(m, stop, 1, &e);
+ *   lml_generate(m, ids, n, ...);                                    (the assistant's reply)
+ *   lml_chat_close(c);
+ *
+ * A chat uses its model's tokenizer: close it before the model, and before
+ * lml_model_load_tokenizer. One thread at a time (it holds a text buffer). */
+typedef struct lml_chat lml_chat;
+
+typedef enum { LML_ROLE_SYSTEM = 0, LML_ROLE_USER, LML_ROLE_ASSISTANT } lml_role;
+
+typedef struct {
+    lml_role role;
+    const char *content; /* NUL-terminated UTF-8 */
+} lml_chat_message;
+
+/* "chatml, llama3, zephyr, llama2": the names lml_chat_open takes. */
+LML_API const char *lml_chat_template_names(void);
+/* A chat over m's tokenizer. name: a template by name (an unknown one is
+ * LML_E_ARG listing the names), or NULL: the model's own chat_template
+ * (.mlb version 2) recognized (LML_E_FORMAT when it is none of ours; LML_E_ARG
+ * when the model carries none). A template whose control tokens the
+ * vocabulary lacks is LML_E_FORMAT naming the token. max_text: the most bytes
+ * of text between two control tokens (a message and its template text);
+ * 0: 65536. Allocates (the handle, a text buffer); rendering does not. *out
+ * is NULL on failure. */
+LML_API lml_status lml_chat_open(lml_chat **out, const lml_model *m, const char *name, size_t max_text,
+                                 lml_error *err);
+/* NULL is fine. */
+LML_API void lml_chat_close(lml_chat *c);
+/* The template's name ("chatml"); NULL for NULL. */
+LML_API const char *lml_chat_name(const lml_chat *c);
+/* The id that ends an assistant's turn (<|im_end|>, <|eot_id|>, EOS): stop
+ * generation there (lml_model_set_stop_tokens); -1 for NULL. */
+LML_API int lml_chat_end_of_turn(const lml_chat *c);
+
+/* flags of lml_chat_render (other bits: LML_E_ARG) */
+#define LML_CHAT_ADD_GENERATION_PROMPT 1 /* end with the assistant's header: the reply follows */
+
+/* Entries the tokens buffer of lml_chat_render needs for msgs[0..n) (an
+ * upper bound, the encoder's workspace included); 0 for a NULL argument. */
+LML_API size_t lml_chat_capacity(const lml_chat *c, const lml_chat_message *msgs, int n);
+/* The conversation msgs[0..n) as ids, tokens[0..*n_tokens): the start (BOS
+ * where the template has one), each message, and with
+ * LML_CHAT_ADD_GENERATION_PROMPT the assistant's header. Too little capacity,
+ * a text run longer than max_text, a bad role or a NULL content: LML_E_ARG. */
+LML_API lml_status lml_chat_render(lml_chat *c, const lml_chat_message *msgs, int n, int flags, int *tokens,
+                                   size_t capacity, int *n_tokens, lml_error *err);
 
 #ifdef __cplusplus
 }

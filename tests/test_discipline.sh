@@ -4,7 +4,7 @@
 # the known load-time places (tests/test_noalloc.c proves that generation
 # itself allocates nothing).
 #   1. source: no call of exit/abort/assert/printf/puts/perror/... and no use
-#      of stdout/stderr in core/ model/ ops/ kernels/ config/ (snprintf and
+#      of stdout/stderr in core/ model/ ops/ kernels/ config/ api/ (snprintf and
 #      vsnprintf into a buffer are fine); comments and strings are ignored.
 #   2. source: malloc/calloc/realloc/aligned_alloc/posix_memalign/strdup only
 #      in the functions of ALLOC_ALLOWED below (file:function).
@@ -17,7 +17,8 @@ cd "$(dirname "$0")/.."
 . tests/sh_lib.sh
 
 # The load-time allocations: arena, read fallback, thread pool, tokenizers,
-# the speculation context (sized once at set-up); the GGUF reader and
+# the speculation context (sized once at set-up), the library's handles
+# (api/: a model's and a chat's, at open); the GGUF reader and
 # converter (model/gguf*.c: before a load, converting ml_run -m X.gguf);
 # core/mem.c is the aligned allocator the first two call (its own callers
 # are checked like any allocation: ml_aligned_alloc is in ALLOC_RE; "-" is
@@ -39,8 +40,10 @@ model/gguf_mlb.c:read_tokenizer
 model/gguf_mlb.c:read_bpe
 model/gguf_mlb.c:write_body
 model/chat.c:ml_chat_init
+api/api.c:ml_api_open
+api/chat.c:lml_chat_open
 "
-LIB_DIRS="core model ops kernels config"
+LIB_DIRS="core model ops kernels config api"
 PRINT_RE='exit|_Exit|_exit|quick_exit|abort|assert|printf|fprintf|vprintf|vfprintf|dprintf|puts|fputs|putchar|perror'
 STREAM_RE='stdout|stderr'
 ALLOC_RE='malloc|calloc|realloc|aligned_alloc|ml_aligned_alloc|_aligned_malloc|posix_memalign|memalign|valloc|strdup|strndup'

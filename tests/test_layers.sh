@@ -11,7 +11,10 @@
 #   model/    the forward pass, loader, sampler: includes only core/, ops/ and
 #             model/ (never kernels/ nor config/) and calls no ml_k_* at all;
 #   api/      the public API include/legacy_ml.h over model/: includes only core/,
-#             model/, api/, include/ and config/ml_config.h (the ISA's name).
+#             model/, api/, include/ and config/ml_config.h (the ISA's name);
+#   app/      the programs (app/ml_NAME.c) are built on that API: they include
+#             no model/, ops/ or kernels/ header (app/'s own helpers, core/'s
+#             platform parts and include/legacy_ml.h are theirs to use).
 # Each rule is one counted check over every .c/.h of its folder (quoted
 # includes; identifiers outside comments and strings), and each is shown to
 # fail on a tree that breaks it.
@@ -63,6 +66,9 @@ rule_model_kernels() {
 rule_api() {
     includes "$1" api | grep -Ev ':(core/|model/|api/|include/)[^:]*$|:config/ml_config\.h$'
 }
+rule_app_programs() {
+    includes "$1" app | grep -E '^app/ml_[^/:]*\.c:(model|ops|kernels)/'
+}
 
 # name | what it asserts | a file and line that break it (for the self-test)
 RULES="
@@ -73,6 +79,7 @@ ops_symbols|ops/ calls kernels by generic name only, no ml_k_*_<isa>|ops/x.c|voi
 model_includes|model/ includes only core/, ops/ and model/ (no kernels/, no config/)|model/x.c|#include \"config/ml_config.h\"
 model_kernels|model/ calls no ml_k_* (every kernel through ops/)|model/x.c|void f(float *x) { ml_k_softmax(x, 4); }
 api|api/ includes only core/, model/, api/, include/ and config/ml_config.h|api/x.c|#include \"ops/ops.h\"
+app_programs|the programs app/ml_*.c include no model/, ops/ or kernels/ header (include/legacy_ml.h)|app/ml_x.c|#include \"model/tok.h\"
 "
 rule_names=$(awk -F'|' 'NF { print $1 }' <<<"$RULES")
 
@@ -104,7 +111,7 @@ while IFS='|' read -r r what f line; do
     # The rule fails on a tree that breaks it, and only it does. The tree
     # also holds what must pass: includes and names in comments and strings.
     t=$tmpd/$r
-    mkdir -p "$t/core" "$t/kernels/scalar" "$t/ops" "$t/model" "$t/api"
+    mkdir -p "$t/core" "$t/kernels/scalar" "$t/ops" "$t/model" "$t/api" "$t/app"
     printf '/* #include "kernels/x.h", ml_k_add */\n#include "ops/ops.h"\nconst char *s = "ml_k_add";\n' >"$t/model/ok.c"
     printf '%s\n' "$line" >"$t/$f"
     found=$("rule_$r" "$t") others=$(all_but "$t" "$r")

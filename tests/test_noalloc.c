@@ -1,10 +1,13 @@
 /* "After load, no allocation": counts every malloc/calloc/realloc/
  * aligned_alloc our own objects make (the link wraps those symbols) while a
- * model generates with the sampler and tokenizer in the loop. */
+ * model generates with the sampler and tokenizer in the loop, and while the
+ * library serves what ml_server asks of it per request (a chat rendered, its
+ * stop tokens set, a reply generated; a prompt tokenized and completed). */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "api/api.h" /* ml_api_open: lml_model_open after its CPU check (api/open.c) */
 #include "model/bpe.h"
 #include "model/generate.h"
 #include "model/mlb_random.h"
@@ -79,6 +82,67 @@ static void bpe_encode_noalloc(void) {
     GROUP_DONE("no allocation in BPE encode and decode", 0);
 }
 
+/* ml_server's request path through include/legacy_ml.h, on the random model
+ * with stories260K's tokenizer (vocab 512) and Zephyr's template (the
+ * server's test template): nothing allocates after the model and the chat
+ * are open. */
+typedef struct { const lml_model *m; size_t bytes; lml_utf8_state st; } api_sink;
+static int api_on_token(void *ud, int token, const char *piece, size_t len) {
+    api_sink *s = ud;
+    char out[LML_PIECE_MAX + 8];
+    s->bytes += lml_utf8_feed(&s->st, piece, len, out) + (token >= 0);
+    return 0;
+}
+
+static void api_request_noalloc(const char *mpath, const char *models) {
+    char tpath[1024];
+    snprintf(tpath, sizeof tpath, "%s/stories260K/tok512.bin", models);
+    if (access(tpath, R_OK)) {
+        SKIP("the server's request path: %s not found", tpath);
+        return;
+    }
+    lml_model_options o = {.tokenizer = tpath, .threads = 1};
+    lml_model *m = NULL;
+    lml_chat *chat = NULL;
+    lml_error err = {{0}};
+    long at_open = n_allocs;
+    CHECK(ml_api_open(&m, mpath, NULL, 0, &o, &err) == LML_OK, "open: %s", err.message);
+    if (m) CHECK(lml_chat_open(&chat, m, "zephyr", 4096, &err) == LML_OK, "chat: %s", err.message);
+    CHECK(n_allocs > at_open, "the wrap counts the library's own allocations (the opens')");
+    if (!chat) {
+        lml_model_close(m);
+        return;
+    }
+    static int ids[8192];
+    const lml_chat_message msgs[] = {{LML_ROLE_SYSTEM, "You are kind."}, {LML_ROLE_USER, "Tell me a story."},
+                                     {LML_ROLE_ASSISTANT, "Once upon a time"}, {LML_ROLE_USER, "More <|im_end|>"}};
+    lml_sampler_options so = {.temperature = 0.8f, .top_p = 0.9f, .repeat_penalty = 1.0f, .seed = 7};
+    api_sink sk = {m, 0, {{0}, 0, 0}};
+    lml_callbacks cb = {.on_token = api_on_token, .ud = &sk};
+    int n = 0, n_pos = 0, stop = lml_chat_end_of_turn(chat);
+    long before = n_allocs;
+    size_t need = lml_chat_capacity(chat, msgs, 4);
+    CHECK(need > 0 && need <= sizeof ids / sizeof *ids, "chat capacity %zu", need);
+    CHECK(lml_chat_render(chat, msgs, 4, LML_CHAT_ADD_GENERATION_PROMPT, ids, sizeof ids / sizeof *ids, &n, &err) ==
+              LML_OK && n > 8, "chat render: %s", err.message);
+    CHECK(lml_model_set_stop_tokens(m, &stop, 1, &err) == LML_OK, "stop tokens: %s", err.message);
+    int steps = n + 16 < 128 ? n + 16 : 128; /* the random model's context */
+    CHECK(lml_generate(m, ids, n, steps, &so, &cb, &n_pos, &err) == LML_OK && n_pos > n, "chat reply: %s",
+          err.message);
+    CHECK(lml_tokenize_capacity("Once upon a time") <= sizeof ids / sizeof *ids &&
+              lml_tokenize(m, "Once upon a time", 1, ids, sizeof ids / sizeof *ids, &n, &err) == LML_OK,
+          "tokenize: %s", err.message);
+    CHECK(lml_model_set_stop_tokens(m, NULL, 0, &err) == LML_OK, "default stop tokens: %s", err.message);
+    so.temperature = 0.0f;
+    CHECK(lml_generate(m, ids, n, 64, &so, &cb, &n_pos, &err) == LML_OK, "completion: %s", err.message);
+    CHECK(n_allocs == before, "%ld allocations in a chat request and a completion through the library",
+          n_allocs - before);
+    CHECK(sk.bytes > 0, "the replies have text");
+    lml_chat_close(chat);
+    lml_model_close(m);
+    GROUP_DONE("no allocation in ml_server's request path (chat, stop tokens, generate, tokenize)", 0);
+}
+
 int ml_main(int argc, char **argv) {
     (void)argc, (void)argv;
     const char *models = getenv("MODELS") ? getenv("MODELS") : "../shared/models";
@@ -148,6 +212,7 @@ int ml_main(int argc, char **argv) {
                  batch ? ", batched prompt" : "");
         GROUP_DONE(what, 0);
     }
+    api_request_noalloc(path, models);
     unlink(path);
     bpe_encode_noalloc();
     return tl_summary();

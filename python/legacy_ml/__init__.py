@@ -65,6 +65,13 @@ _PROMPT_FN = C.CFUNCTYPE(None, C.c_void_p, C.c_int)
 _LOGITS_FN = C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_int, C.POINTER(C.c_float), C.c_int)
 
 
+class _ChatMessage(C.Structure):
+    _fields_ = [("role", C.c_int), ("content", C.c_char_p)]
+
+
+_ROLES = {"system": 0, "developer": 0, "user": 1, "assistant": 2}  # lml_role; "developer" as ml_server
+
+
 class _Callbacks(C.Structure):
     _fields_ = [("on_token", _TOKEN_FN), ("on_prompt_done", _PROMPT_FN), ("on_logits", _LOGITS_FN),
                 ("ud", C.c_void_p)]
@@ -87,6 +94,12 @@ def _declare(lib):
         "lml_eval": (I, [P, C.POINTER(I), I, I, _LOGITS_FN, P, E]),
         "lml_generate": (I, [P, C.POINTER(I), I, I, C.POINTER(_SamplerOptions), C.POINTER(_Callbacks),
                              C.POINTER(I), E]),
+        "lml_model_set_stop_tokens": (I, [P, C.POINTER(I), I, E]),
+        "lml_chat_open": (I, [C.POINTER(P), P, C.c_char_p, S, E]),
+        "lml_chat_close": (None, [P]),
+        "lml_chat_end_of_turn": (I, [P]),
+        "lml_chat_capacity": (S, [P, C.POINTER(_ChatMessage), I]),
+        "lml_chat_render": (I, [P, C.POINTER(_ChatMessage), I, I, C.POINTER(I), S, C.POINTER(I), E]),
     }
     for name, (res, args) in sigs.items():
         f = getattr(lib, name)
@@ -203,7 +216,7 @@ class Model:
         self.vocab, self.context = info.vocab, info.context
         # None: no tokenizer (a version-1 file without tokenizer=): logits only
         self.tokenizer_kind = info.tokenizer.decode() if info.tokenizer else None
-        self._bos, self._eos, self._add_bos = info.bos, info.eos, bool(info.add_bos)
+        self._bos, self._eos, self._eot, self._add_bos = info.bos, info.eos, info.eot, bool(info.add_bos)
 
     # -- lifetime --
     def close(self):
@@ -283,13 +296,15 @@ class Model:
 
     # -- generation --
     def _run(self, prompt, max_tokens, temperature, top_p, top_k, min_p, repeat_penalty, repeat_last_n, seed,
-             on_text):
-        """Generate after prompt; on_text(str) gets the new text as it comes
-        and returns True to stop."""
+             on_text, ids=None, steps=None):
+        """Generate after prompt (or the prompt's ids, and then positions to
+        run); on_text(str) gets the new text as it comes and returns True to
+        stop."""
         if not isinstance(max_tokens, int) or max_tokens < 0:
             raise ValueError(f"max_tokens: expected an integer >= 0, got {max_tokens!r}")
-        ids = self.tokenize(prompt)
-        steps = min(len(ids) + max_tokens, self.context)
+        if ids is None:
+            ids = self.tokenize(prompt)
+        steps = min(len(ids) + max_tokens if steps is None else steps, self.context)
         if len(ids) > self.context:
             raise LegacyMLError("LML_E_ARG", f"prompt: {len(ids)} tokens, more than the context of {self.context}")
         if seed is None:
@@ -329,6 +344,56 @@ class Model:
             return st.stopped
 
         self._run(prompt, max_tokens, temperature, top_p, top_k, min_p, repeat_penalty, repeat_last_n, seed, on_text)
+        out.append(st.flush())
+        return "".join(out)
+
+    def chat(self, messages, template=None, max_tokens=256, temperature=1.0, top_p=0.9, seed=None, stop=None,
+             top_k=0, min_p=0.0, repeat_penalty=1.0, repeat_last_n=64):
+        """The assistant's reply to messages, a list of {"role": "system" |
+        "user" | "assistant", "content": str}, through a chat template: the
+        model's own (.mlb version 2), or template= "chatml", "llama3",
+        "zephyr" or "llama2". Control tokens go in by id, message text as
+        text. The reply ends at the template's end of turn, after max_tokens
+        tokens (as ml_server's max_tokens), or at a stop string."""
+        if not isinstance(messages, (list, tuple)) or not messages:
+            raise ValueError("messages: expected a non-empty list of {'role': ..., 'content': ...}")
+        msgs, keep = (_ChatMessage * len(messages))(), []
+        for i, m in enumerate(messages):
+            if not isinstance(m, dict) or m.get("role") not in _ROLES or not isinstance(m.get("content"), str):
+                raise ValueError(f"messages[{i}]: expected a role (system, user, assistant) and a str content")
+            keep.append(m["content"].encode("utf-8"))
+            msgs[i].role, msgs[i].content = _ROLES[m["role"]], keep[-1]
+        if not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ValueError(f"max_tokens: expected an integer >= 1, got {max_tokens!r}")
+        h, err, n = C.c_void_p(), _Error(), C.c_int()
+        max_text = sum(len(b) for b in keep) + 64 * (len(keep) + 1)  # the messages and the template's text
+        _check(_lib.lml_chat_open(C.byref(h), self._handle(), template.encode() if template is not None else None,
+                                  max_text, C.byref(err)), err)
+        try:
+            cap = _lib.lml_chat_capacity(h, msgs, len(msgs))
+            buf = (C.c_int * cap)()
+            _check(_lib.lml_chat_render(h, msgs, len(msgs), 1, buf, cap, C.byref(n), C.byref(err)), err)
+            eot = _lib.lml_chat_end_of_turn(h)
+        finally:
+            _lib.lml_chat_close(h)
+        ids = list(buf[:n.value])
+        if len(ids) >= self.context:
+            raise LegacyMLError("LML_E_ARG", f"messages: {len(ids)} tokens, the context holds {self.context}")
+        # The template's end of turn, and the model's EOS and EOT (ml_server's stops).
+        stops = [eot] + [t for t in (self._eos, self._eot) if t >= 0 and t != eot]
+        arr = (C.c_int * len(stops))(*stops)
+        _check(_lib.lml_model_set_stop_tokens(self._h, arr, len(stops), C.byref(err)), err)
+        st, out = _StopText(stop), []
+
+        def on_text(t):
+            out.append(st.feed(t))
+            return st.stopped
+
+        try:
+            self._run(None, max_tokens, temperature, top_p, top_k, min_p, repeat_penalty, repeat_last_n, seed,
+                      on_text, ids=ids, steps=len(ids) + max_tokens - 1)
+        finally:
+            _lib.lml_model_set_stop_tokens(self._h, None, 0, None)
         out.append(st.flush())
         return "".join(out)
 

@@ -190,16 +190,21 @@ def test_no_leak_over_100_cycles():
     assert grown < 8 * 1024, f"RSS grew by {grown} KiB over 100 open/close cycles"
 
 
-def embedding_copy(tmp_path):
+def embedding_copy(tmp_path, template=b""):
     """MODEL as a .mlb version 2 file that embeds TOK (the same arrays; the
     header's version-2 fields at byte 52, the tokenizer at the next multiple
-    of 64 after the last array, as tools/mlb.py lays it out)."""
+    of 64 after the last array, as tools/mlb.py lays it out), and the chat
+    template after it when one is given."""
     data = bytearray(open(MODEL, "rb").read())
     tok = open(TOK, "rb").read()
     off = (len(data) + 63) // 64 * 64
+    t_off = (off + len(tok) + 63) // 64 * 64 if template else 0
     data[4:8] = struct.pack("<I", 2)
-    data[52:136] = struct.pack("<4I3fI3i2I4Q", 0, 0, 0, 0, 0.0, 0.0, 0.0, 0, 1, 2, -1, 1, 0, off, len(tok), 0, 0)
+    data[52:136] = struct.pack("<4I3fI3i2I4Q", 0, 0, 0, 0, 0.0, 0.0, 0.0, 0, 1, 2, -1, 1, 0, off, len(tok), t_off,
+                               len(template))
     data += bytes(off - len(data)) + tok
+    if template:
+        data += bytes(t_off - len(data)) + template
     path = tmp_path / "embeds.mlb"
     path.write_bytes(bytes(data))
     return str(path)
@@ -216,3 +221,57 @@ def test_embedded_tokenizer(model, tmp_path):
         with pytest.raises(legacy_ml.LegacyMLError) as e:
             m.tokenize(PROMPT)
         assert "no tokenizer" in str(e.value)
+
+
+# ---- chat (lml_chat_*: the templates ml_server and ml_run --chat use) ----------
+CHAT = [{"role": "system", "content": "You are kind."}, {"role": "user", "content": "Hello there"}]
+
+
+def test_chat_greedy_equals_ml_run_chat(model):
+    """One turn of ml_run --chat (zephyr on stories260K, greedy, a reply of
+    at most 40 tokens) is the reply of Model.chat with the same messages."""
+    if not os.access(ML_RUN, os.X_OK):
+        pytest.skip(f"no ml_run at {ML_RUN} (ML_RUN=...)")
+    r = subprocess.run([ML_RUN, "--chat", "-m", MODEL, "-z", TOK, "--chat-template", "zephyr", "--temp", "0", "-n", "40",
+                        "--system", CHAT[0]["content"]], input=(CHAT[1]["content"] + "\n").encode(),
+                       capture_output=True, check=True)
+    out = r.stdout.decode("utf-8")
+    assert out.startswith("> ") and out.endswith("\n> \n")
+    got = model.chat(CHAT, template="zephyr", max_tokens=40, temperature=0)
+    assert len(got) > 10 and got == out[2:-4]
+    # the stop tokens of the chat are gone afterwards: generate is ml_run's again
+    assert PROMPT + model.generate(PROMPT, max_tokens=20, temperature=0) + "\n" == ml_run("-i", PROMPT, "-n",
+        str(20 + len(model.tokenize(PROMPT))), "--temp", "0")
+
+
+def test_chat_stop_and_sampling(model):
+    full = model.chat(CHAT, template="zephyr", max_tokens=60, temperature=0)
+    word = full.split()[1]
+    assert model.chat(CHAT, template="zephyr", max_tokens=60, temperature=0, stop=[word]) == full[:full.find(word)]
+    a = model.chat(CHAT, template="llama2", max_tokens=30, temperature=0.8, seed=3)
+    assert a and a == model.chat(CHAT, template="llama2", max_tokens=30, temperature=0.8, seed=3)
+
+
+def test_chat_template_from_the_model(model, tmp_path):
+    zephyr = b"{% for m in messages %}<|user|>\n{{ m.content }}</s>\n<|assistant|>\n{% endfor %}"
+    with legacy_ml.Model(embedding_copy(tmp_path, zephyr)) as m:
+        assert m.chat(CHAT, max_tokens=30, temperature=0) == model.chat(CHAT, template="zephyr", max_tokens=30,
+                                                                         temperature=0)
+    with legacy_ml.Model(embedding_copy(tmp_path, b"{{ unknown }}")) as m:
+        with pytest.raises(legacy_ml.LegacyMLError) as e:
+            m.chat(CHAT)
+        assert e.value.status == "LML_E_FORMAT" and "zephyr" in str(e.value)
+
+
+def test_chat_refusals(model):
+    for template, status, text in (("vicuna", "LML_E_ARG", "chatml, llama3, zephyr, llama2"),
+                                   (None, "LML_E_ARG", "zephyr"),  # stories260K carries no template
+                                   ("chatml", "LML_E_FORMAT", "<|im_start|>")):
+        with pytest.raises(legacy_ml.LegacyMLError) as e:
+            model.chat(CHAT, template=template)
+        assert e.value.status == status and text in str(e.value), str(e.value)
+    for bad in ([], [{"role": "tool", "content": "x"}], [{"role": "user"}], [{"role": "user", "content": 3}], "hi"):
+        with pytest.raises(ValueError):
+            model.chat(bad, template="zephyr")
+    with pytest.raises(ValueError):
+        model.chat(CHAT, template="zephyr", max_tokens=0)
