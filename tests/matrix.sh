@@ -8,11 +8,11 @@
 # golden hashes). Further rows: sse2 ASM=1; i686 (M32=1: "i686" in the "run
 # on" column); CMake with gcc
 # and with mingw-w64 under wine (tests/cmake_row.sh); THREADS=1 (no thread
-# pool; the other rows have it) for the aarch64 lines past neon; clang builds of every ARM line and of
+# pool; the other rows have it) for aarch64's highest line; clang builds of every ARM line and of
 # $ML_CLANG_ISAS on x86, the last ARM one run under qemu; avx512vnni with the
 # archive's oldest and newest compilers. Then tests/test_guard.sh once (the
 # guard refusals), whose results fill the guard column, and
-# tests/dist_check.sh once (make dist), each in the rows' pool after the rows.
+# tests/dist_check.sh once (make dist), each in the rows' pool (the longest jobs start first).
 # Every build is made first, one at a time with make -j$ML_JOBS: each row's,
 # with what test_e2e.sh compares with (the native scalar gcc build, the
 # reference, and the row's build with ML_NO_MMAP=1, THREADS=pthread and THREADS=1,
@@ -63,12 +63,18 @@ case $(uname -m) in x86_64 | amd64) host_x86=1 ;; esac
 arch_of() { awk -f tools/isas.awk -v want=arch -v arch="$1" config/isas.txt; }
 last_arm=""
 i686_isas=""
+# The floor rows: each architecture's first row (its lowest ISA, gcc, the first
+# CPU); with the native rows, they are tests/plan.txt's @floor and @native tags.
+declare -A FLOOR
+# The highest ISA line of aarch64 (the registry lists each architecture's lowest first).
+top_aarch64=$(awk -f tools/isas.awk -v want=rows config/isas.txt | awk -F'|' '$2 == "aarch64" { i = $1 } END { print i }')
 while IFS='|' read -r isa arch run_on; do
     case $arch in
     x86 | any)
         if [ "$host_x86" = 0 ]; then notes+=("$isa: host is $(uname -m), not x86-64"); continue; fi
         # "native" and "i686" (a 32-bit row, added below with the other native rows)
         [[ ";$run_on;" == *";native;"* ]] && rows+=("$isa|$isa|gcc||||full|$isa")
+        [ -n "${FLOOR[x86]:-}" ] || FLOOR[x86]=$isa
         [[ ";$run_on;" == *";i686;"* ]] && i686_isas+=" $isa"
         continue ;;
     esac
@@ -81,9 +87,12 @@ while IFS='|' read -r isa arch run_on; do
         if have "$qemu"; then run="$qemu -L /usr/${cross%-} -cpu $cpu" how="$qemu -cpu $cpu"; fi
         if [ "$first" = 1 ]; then first_run=$run first_how=$how; else tests=qemu; fi
         rows+=("$isa-$tag-${cpu//,sve-default-vector-length=/-vl}|$isa|${cross}gcc|CROSS=$cross|$run|$how|$tests|$([ "$first" = 1 ] && echo "$isa-$tag")")
-        # The THREADS=1 build (no pool) of the aarch64 lines past neon, its own
-        # row: test_threads's refusal, test_e2e.sh (the default rows have the pool).
-        if [ "$first" = 1 ] && [ "$arch" = aarch64 ] && [ "$isa" != neon ]; then
+        [ -n "${FLOOR[$arch]:-}" ] || FLOOR[$arch]=${rows[-1]%%|*}
+        # The THREADS=1 build (no pool) of aarch64's highest line, its own row:
+        # test_threads's refusal, test_e2e.sh (the default rows have the pool).
+        # THREADS=1 changes the thread pool, no kernel: one such row is enough
+        # (the portable rows also compare their THREADS=1 sibling in test_e2e.sh).
+        if [ "$first" = 1 ] && [ "$arch" = aarch64 ] && [ "$isa" != neon ] && [ "$isa" = "$top_aarch64" ]; then
             rows+=("$isa-$tag-nothreads|$isa|${cross}gcc THREADS=1|CROSS=$cross THREADS=1|$run|$how|threads|")
         fi
         first=0
@@ -94,7 +103,8 @@ while IFS='|' read -r isa arch run_on; do
     fi
 done < <(awk -f tools/isas.awk -v want=rows config/isas.txt)
 if [ "$host_x86" = 1 ]; then
-    rows+=("sse2-asm|sse2|gcc ASM=1|ASM=1|||full|")
+    # ASM=1 swaps kernel files only: the compilers column (kernels, golden logits).
+    rows+=("sse2-asm|sse2|gcc ASM=1|ASM=1|||compilers|")
     # The oldest and newest compilers of the archive: the avx512vnni build
     # compiles every x86 kernel folder (its chain), warning-free, and must
     # write the golden logits. $ML_COMPILERS overrides the list.
@@ -103,7 +113,9 @@ if [ "$host_x86" = 1 ]; then
         else notes+=("avx512vnni with $cc: $cc not installed"); fi
     done
     if have clang; then
-        for isa in $CLANG_ISAS; do rows+=("$isa-clang|$isa|clang|CC=clang|||full|"); done
+        # The compilers column (what a compiler can change: kernels, golden
+        # logits); the ASan+UBSan suites run the whole plan with clang.
+        for isa in $CLANG_ISAS; do rows+=("$isa-clang|$isa|clang|CC=clang|||compilers|"); done
     else
         notes+=("x86 clang rows: clang not installed")
     fi
@@ -126,10 +138,11 @@ if [ "$host_x86" = 1 ]; then
         notes+=("CMake rows: cmake not installed")
     fi
     if have cmake && have x86_64-w64-mingw32-gcc && { have wine64 || have wine; }; then
-        for isa in scalar avx2; do
-            for th in OFF ON; do
-                rows+=("mingw-$isa$([ $th = ON ] && echo -threads)|$isa|x86_64-w64-mingw32-gcc (CMake)|cmake -DCMAKE_TOOLCHAIN_FILE=cmake/mingw-w64-x86_64.cmake -DML_ISA=$isa -DML_THREADS=$th|wine|wine (ctest)|cmake|")
-            done
+        # Each ISA once and each thread mode once (Win32 threads hold no ISA
+        # code): scalar without the pool, avx2 with it.
+        for pair in scalar:OFF avx2:ON; do
+            isa=${pair%:*} th=${pair#*:}
+            rows+=("mingw-$isa$([ $th = ON ] && echo -threads)|$isa|x86_64-w64-mingw32-gcc (CMake)|cmake -DCMAKE_TOOLCHAIN_FILE=cmake/mingw-w64-x86_64.cmake -DML_ISA=$isa -DML_THREADS=$th|wine|wine (ctest)|cmake|")
         done
     else
         notes+=("mingw rows: needs cmake, gcc-mingw-w64-x86-64 and wine")
@@ -143,6 +156,14 @@ if [ -n "$last_arm" ] && [ -n "$(cut -d'|' -f5 <<<"$last_arm")" ]; then
         [ "${rows[$i]%%|*}" = "${last_arm%%|*}" ] && rows[i]=$last_arm
     done
 fi
+
+# row_tags LABEL RUNNER: the row's tags for tests/plan.txt's @ cells.
+row_tags() {
+    local t="" a
+    [ -z "$2" ] && t="@native"
+    for a in "${FLOOR[@]}"; do [ "$a" = "$1" ] && t+=" @floor"; done
+    echo "${t# }"
+}
 
 if [ -n "${ML_ROWS:-}" ]; then
     kept=()
@@ -221,7 +242,7 @@ prepare_row() {
         R_MODE[i]=tests R_DIR[i]=$DIR how=${how:-native}
         if [ "$tests" != full ]; then
             local list n
-            list=$(plan_tests "$tests" "$label") n=$(wc -w <<<"$list")
+            list=$(ML_ROW_TAGS=$(row_tags "$label" "$runner") plan_tests "$tests" "$label") n=$(wc -w <<<"$list")
             if [ "$n" -le 3 ]; then how+=" ($list)"; else how+=" (the plan's $tests column: $n tests)"; fi
         fi
         # shellcheck disable=SC2086
@@ -260,7 +281,7 @@ run_row() {
         fi
     else
         BUILD=$dir ISA=$isa RUNNER="$runner" REF_BUILD=${R_REF[i]:-} NOMMAP_BUILD=${R_NOMMAP[i]:-} THREADS_BUILD=${R_THREADS[i]:-} SINGLE_BUILD=${R_SINGLE[i]:-} \
-            ML_PLAN="${R_COL[i]}" ML_ROW="$label" ML_RESULTS="$tmp/$label.tsv" \
+            ML_PLAN="${R_COL[i]}" ML_ROW="$label" ML_ROW_TAGS="$(row_tags "$label" "$runner")" ML_RESULTS="$tmp/$label.tsv" \
             nice bash tests/run_tests.sh >"$tmp/$i.run.log" 2>&1
         grep -E '^(FAIL|SKIP) - ' "$tmp/$i.run.log" | head -n 20 | sed "s/^/   [$label] /"
         if read -r p f s < <(results_total "$tmp/$label.tsv"); then
@@ -353,7 +374,7 @@ finish_once() {
 }
 
 # ---- run the rows, then the once-only scripts, $PAR at a time; print in order -------
-echo "== running the rows' tests, then the guard and make dist, $PAR at a time (builds took $t_build s)"
+echo "== running the rows' tests, the guard and make dist, $PAR at a time, the longest first (builds took $t_build s)"
 t_run=$SECONDS t_run0=$SECONDS
 # Each of the $PAR slots runs one job at a time, with its own folder of
 # test_e2e.sh's converted models (build/models, build/models-1, ...): two rows
@@ -361,21 +382,36 @@ t_run=$SECONDS t_run0=$SECONDS
 # A job's .done file is written however its subshell ends (a missing .res is
 # one failure of the job), so a job that dies cannot stop the matrix.
 nrows=${#rows[@]} njobs=$((${#rows[@]} + ${#ONCE[@]}))
+# The order the jobs start in: the longest first, so that the last ones to
+# run are short and both slots stay busy to the end (the output still comes
+# in the rows' order): the emulated rows of the full column (minutes each
+# under qemu), the once-only scripts, the other emulated rows, the native ones.
+order=()
+for i in "${!rows[@]}"; do
+    [ "${R_MODE[i]}" != done ] && [ -n "$(cut -d'|' -f5 <<<"${rows[$i]}")" ] && [ "${R_COL[i]}" = full ] && order+=("$i")
+done
+for ((j = nrows; j < njobs; j++)); do order+=("$j"); done
+for i in "${!rows[@]}"; do
+    [ "${R_MODE[i]}" != done ] && [ -n "$(cut -d'|' -f5 <<<"${rows[$i]}")" ] && [ "${R_COL[i]}" != full ] && order+=("$i")
+done
+for i in "${!rows[@]}"; do
+    [ "${R_MODE[i]}" != done ] && [ -z "$(cut -d'|' -f5 <<<"${rows[$i]}")" ] && order+=("$i")
+done
 declare -a SLOT
 next=0 shown=0
 while [ "$shown" -lt "$njobs" ]; do
     for ((s = 0; s < PAR; s++)); do
         [ -z "${SLOT[s]:-}" ] || [ -e "$tmp/${SLOT[s]}.done" ] || continue
-        while [ "$next" -lt "$nrows" ] && [ "${R_MODE[next]}" = done ]; do next=$((next + 1)); done
-        [ "$next" -lt "$njobs" ] || break
+        [ "$next" -lt "${#order[@]}" ] || break
+        job=${order[next]}
         cache=build/models; [ "$s" = 0 ] || cache+=-$s
-        if [ "$next" -lt "$nrows" ]; then
-            ( (export ML_E2E_MODELS=$cache; run_row "$next" >"$tmp/$next.out" 2>&1); : >"$tmp/$next.done") &
+        if [ "$job" -lt "$nrows" ]; then
+            ( (export ML_E2E_MODELS=$cache; run_row "$job" >"$tmp/$job.out" 2>&1); : >"$tmp/$job.done") &
         else
-            IFS='|' read -r tag script _ <<<"${ONCE[next - nrows]}"
-            ( (run_once "$tag" "$script" >"$tmp/$tag.out" 2>&1); : >"$tmp/$next.done") &
+            IFS='|' read -r tag script _ <<<"${ONCE[job - nrows]}"
+            ( (run_once "$tag" "$script" >"$tmp/$tag.out" 2>&1); : >"$tmp/$job.done") &
         fi
-        SLOT[s]=$next next=$((next + 1))
+        SLOT[s]=$job next=$((next + 1))
     done
     while [ "$shown" -lt "$njobs" ] && { [ -e "$tmp/$shown.done" ] || { [ "$shown" -lt "$nrows" ] && [ "${R_MODE[shown]}" = done ]; }; }; do
         echo "-- row $((shown + 1))/$njobs ($(left $((shown + 1)) "$njobs" $((SECONDS - t_run0))) of the tests)"
