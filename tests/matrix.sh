@@ -13,13 +13,15 @@
 # archive's oldest and newest compilers. Then tests/test_guard.sh once (the
 # guard refusals), whose results fill the guard column, and
 # tests/dist_check.sh once (make dist), each in the rows' pool (the longest jobs start first).
-# Every build is made first, one at a time with make -j$ML_JOBS: each row's,
+# The builds are made one at a time with make -j$ML_JOBS: each row's,
 # with what test_e2e.sh compares with (the native scalar gcc build, the
 # reference, and the row's build with ML_NO_MMAP=1, THREADS=pthread and THREADS=1,
 # one of the last two the row's own build);
-# a build is made once, whatever rows share it. Then the rows' tests run,
-# $ML_PAR rows at a time (most run one test process at a time, on one core),
-# each row's output kept apart and printed in the rows' order.
+# a build is made once, whatever rows share it. Beside them the rows' tests run,
+# $ML_PAR rows at a time (most run one test process at a time, on one core):
+# an emulated row as soon as its builds are made, a native row and the
+# once-only scripts after every build; each row's output kept apart and
+# printed in the rows' order.
 # Results (tests/results.sh): a row per matrix row in $ML_RESULTS (default
 # build/matrix.tsv): label, passed, failed, skipped, seconds, isa, compiler,
 # e2e, guard, how verified, CPU seconds (the row's builds and tests); the
@@ -180,12 +182,18 @@ fi
 # build ARGS...: make once per argument list; sets DIR to the build folder,
 # fails if the build failed. Warnings make WARNED=1 (one failure of the row).
 declare -A BUILT
+BUILD_CPU_MS=0
 build() {
-    local key="$*"
+    local key="$*" ms
     if [ -z "${BUILT[$key]+x}" ]; then
         BUILT[$key]=""
+        # The make's CPU time (ms; times in the subshell sees only the make), into BUILD_CPU_MS.
         # shellcheck disable=SC2068
-        if DIR=$(make -s $@ print-build 2>"$tmp/make.log") && nice make -j"$JOBS" $@ >"$tmp/make.log" 2>&1; then
+        if DIR=$(make -s $@ print-build 2>"$tmp/make.log") &&
+            ms=$(nice make -j"$JOBS" $@ >"$tmp/make.log" 2>&1 || exit 1
+                times >"$tmp/times.build"  # (not times | awk: a pipeline's times sees no children)
+                awk 'END { split($1 " " $2, t, /[ms ]+/); printf "%d\n", (t[1] * 60 + t[2] + t[3] * 60 + t[4]) * 1000 }' "$tmp/times.build"); then
+            BUILD_CPU_MS=$((BUILD_CPU_MS + ms))
             BUILT[$key]=$DIR
             if grep -q 'warning:' "$tmp/make.log"; then
                 echo "FAIL - make $key: compiler warnings:"; grep 'warning:' "$tmp/make.log" | sort -u | head -n 10 | sed 's/^/    /'
@@ -217,7 +225,7 @@ declare -a R_MODE R_DIR R_REF R_NOMMAP R_THREADS R_SINGLE R_COL R_BSEC R_CPU
 prepare_row() {
     local i=$1 label isa compiler margs runner how tests gkey t0=$SECONDS c0 p=0 f=0
     IFS='|' read -r label isa compiler margs runner how tests gkey <<<"${rows[$i]}"
-    cpu_now; c0=$CPU_MS
+    c0=$BUILD_CPU_MS
     WARNED=0
     case $tests in "" | all) tests=full ;; esac
     R_MODE[i]=done R_COL[i]=$tests
@@ -260,7 +268,7 @@ prepare_row() {
         fi
     fi
     R_P[$label]=$p R_F[$label]=$((f + WARNED)) R_S[$label]=0 R_E2E[$label]="-" R_HOW[$label]=$how
-    cpu_now; R_BSEC[i]=$((SECONDS - t0)) R_CPU[i]=$((CPU_MS - c0))
+    R_BSEC[i]=$((SECONDS - t0)) R_CPU[i]=$((BUILD_CPU_MS - c0))
 }
 
 # run_row I: runs row I's tests (its output on stdout), then writes
@@ -326,21 +334,15 @@ finish_row() {
     echo "   $label: ${R_P[$label]} passed, ${R_F[$label]} failed, ${R_S[$label]} skipped, e2e ${R_E2E[$label]} (${R_SEC[$label]} s)"
 }
 
-t_build=$SECONDS CPU_RUN=0
-cpu_now; c_build=$CPU_MS
+t_build=0 CPU_RUN=0
 # left DONE TOTAL SECONDS: "about N min left", from the mean time of the DONE so far.
 left() {
     local m=$(($3 * ($2 - $1) / ($1 > 0 ? $1 : 1) / 60))
     if [ "$1" -ge "$2" ]; then echo "done"; elif [ "$m" -lt 1 ]; then echo "under a minute left"; else echo "about $m min left"; fi
 }
-if [ -n "${ML_ROWS:-}" ]; then echo "== make test: ${#rows[@]} rows (ML_ROWS=$ML_ROWS): first the builds, then the tests"
-else echo "== make test: ${#rows[@]} rows (+ the guard and make dist): first the builds, then the tests, ~35 min on 2 cores;" \
-    "ML_ROWS=\"scalar avx2\" make test runs a few rows"; fi
-for i in "${!rows[@]}"; do
-    prepare_row "$i" >"$tmp/$i.log"
-    echo "   built row $((i + 1))/${#rows[@]}: ${rows[$i]%%|*} (${R_BSEC[i]} s; builds: $(left $((i + 1)) ${#rows[@]} $((SECONDS - t_build))))"
-done
-cpu_now; t_build=$((SECONDS - t_build)) c_build=$((CPU_MS - c_build))
+if [ -n "${ML_ROWS:-}" ]; then echo "== make test: ${#rows[@]} rows (ML_ROWS=$ML_ROWS): each row's tests start when its builds are made"
+else echo "== make test: ${#rows[@]} rows (+ the guard and make dist): each row's tests start when its builds are made," \
+    "~25 min on 2 cores; ML_ROWS=\"scalar avx2\" make test runs a few rows"; fi
 
 # ---- run once: the guard (reuses the builds above) and make dist ---------------------
 # run_once TAG SCRIPT: runs tests/SCRIPT (its results in $tmp/TAG.tsv), its output
@@ -373,8 +375,9 @@ finish_once() {
     echo "   $script: $O_P passed, $O_F failed, $O_S skipped ($O_SEC s)"
 }
 
-# ---- run the rows, then the once-only scripts, $PAR at a time; print in order -------
-echo "== running the rows' tests, the guard and make dist, $PAR at a time, the longest first (builds took $t_build s)"
+# ---- build the rows one at a time, and run their tests and the once-only
+# scripts $PAR at a time beside the builds; print in the rows' order -------------
+echo "== building the rows one at a time; running the rows' tests, the guard and make dist $PAR at a time, the longest first"
 t_run=$SECONDS t_run0=$SECONDS
 # Each of the $PAR slots runs one job at a time, with its own folder of
 # test_e2e.sh's converted models (build/models, build/models-1, ...): two rows
@@ -382,28 +385,43 @@ t_run=$SECONDS t_run0=$SECONDS
 # A job's .done file is written however its subshell ends (a missing .res is
 # one failure of the job), so a job that dies cannot stop the matrix.
 nrows=${#rows[@]} njobs=$((${#rows[@]} + ${#ONCE[@]}))
-# The order the jobs start in: the longest first, so that the last ones to
-# run are short and both slots stay busy to the end (the output still comes
-# in the rows' order): the emulated rows of the full column (minutes each
-# under qemu), the once-only scripts, the other emulated rows, the native ones.
+# The order the rows are built and the jobs start in: the longest first, so
+# that the last ones to run are short and both slots stay busy to the end
+# (the output still comes in the rows' order): the emulated rows of the full
+# column (minutes each under qemu), the once-only scripts, the other emulated
+# rows, the native ones. While the builds go on (make -j$JOBS, one build at a
+# time) the slots run the emulated rows already built; the native rows and
+# the once-only scripts wait for every build, since their tests make builds
+# themselves (make run, make dist, the guard's builds) into the same folders.
+declare -a EMU COL
+for i in "${!rows[@]}"; do IFS='|' read -r _ _ _ _ EMU[i] _ COL[i] _ <<<"${rows[$i]}"; done
+emulated() { [ -n "${EMU[$1]}" ]; }
 order=()
-for i in "${!rows[@]}"; do
-    [ "${R_MODE[i]}" != done ] && [ -n "$(cut -d'|' -f5 <<<"${rows[$i]}")" ] && [ "${R_COL[i]}" = full ] && order+=("$i")
-done
+for i in "${!rows[@]}"; do emulated "$i" && [ "${COL[i]}" = full ] && order+=("$i"); done
 for ((j = nrows; j < njobs; j++)); do order+=("$j"); done
-for i in "${!rows[@]}"; do
-    [ "${R_MODE[i]}" != done ] && [ -n "$(cut -d'|' -f5 <<<"${rows[$i]}")" ] && [ "${R_COL[i]}" != full ] && order+=("$i")
-done
-for i in "${!rows[@]}"; do
-    [ "${R_MODE[i]}" != done ] && [ -z "$(cut -d'|' -f5 <<<"${rows[$i]}")" ] && order+=("$i")
-done
+for i in "${!rows[@]}"; do emulated "$i" && [ "${COL[i]}" != full ] && order+=("$i"); done
+for i in "${!rows[@]}"; do emulated "$i" || order+=("$i"); done
+border=()
+for j in "${order[@]}"; do [ "$j" -ge "$nrows" ] || border+=("$j"); done
 declare -a SLOT
-next=0 shown=0
+declare -A BUILT_ROW STARTED
+nbuilt=0 shown=0
+# startable JOB: whether the job can start now.
+startable() {
+    [ -z "${STARTED[$1]:-}" ] || return 1
+    if [ "$1" -lt "$nrows" ]; then
+        [ -n "${BUILT_ROW[$1]:-}" ] && [ "${R_MODE[$1]}" != done ] || return 1
+        emulated "$1" || [ "$nbuilt" -ge "$nrows" ]
+    else
+        [ "$nbuilt" -ge "$nrows" ]
+    fi
+}
 while [ "$shown" -lt "$njobs" ]; do
     for ((s = 0; s < PAR; s++)); do
         [ -z "${SLOT[s]:-}" ] || [ -e "$tmp/${SLOT[s]}.done" ] || continue
-        [ "$next" -lt "${#order[@]}" ] || break
-        job=${order[next]}
+        job=""
+        for j in "${order[@]}"; do startable "$j" && { job=$j; break; }; done
+        [ -n "$job" ] || break
         cache=build/models; [ "$s" = 0 ] || cache+=-$s
         if [ "$job" -lt "$nrows" ]; then
             ( (export ML_E2E_MODELS=$cache; run_row "$job" >"$tmp/$job.out" 2>&1); : >"$tmp/$job.done") &
@@ -411,10 +429,11 @@ while [ "$shown" -lt "$njobs" ]; do
             IFS='|' read -r tag script _ <<<"${ONCE[job - nrows]}"
             ( (run_once "$tag" "$script" >"$tmp/$tag.out" 2>&1); : >"$tmp/$job.done") &
         fi
-        SLOT[s]=$job next=$((next + 1))
+        SLOT[s]=$job STARTED[$job]=1
     done
-    while [ "$shown" -lt "$njobs" ] && { [ -e "$tmp/$shown.done" ] || { [ "$shown" -lt "$nrows" ] && [ "${R_MODE[shown]}" = done ]; }; }; do
-        echo "-- row $((shown + 1))/$njobs ($(left $((shown + 1)) "$njobs" $((SECONDS - t_run0))) of the tests)"
+    while [ "$shown" -lt "$njobs" ] && { [ -e "$tmp/$shown.done" ] ||
+        { [ "$shown" -lt "$nrows" ] && [ -n "${BUILT_ROW[$shown]:-}" ] && [ "${R_MODE[shown]}" = done ]; }; }; do
+        echo "-- row $((shown + 1))/$njobs ($(left $((shown + 1)) "$njobs" $((SECONDS - t_run0))) of the rows and scripts)"
         if [ "$shown" -lt "$nrows" ]; then
             finish_row "$shown"
             [ "$shown" -lt "$((nrows - 1))" ] || t_run=$((SECONDS - t_run))
@@ -427,6 +446,14 @@ while [ "$shown" -lt "$njobs" ]; do
         fi
         shown=$((shown + 1))
     done
+    # the next build, while the slots run tests (its output printed with its row)
+    if [ "$nbuilt" -lt "$nrows" ]; then
+        i=${border[nbuilt]} t0=$SECONDS
+        prepare_row "$i" >"$tmp/$i.log"
+        BUILT_ROW[$i]=1 nbuilt=$((nbuilt + 1)) t_build=$((t_build + SECONDS - t0))
+        echo "   built row $nbuilt/$nrows: ${rows[$i]%%|*} (${R_BSEC[i]} s; builds: $(left "$nbuilt" "$nrows" "$t_build"))"
+        continue
+    fi
     [ "$shown" -lt "$njobs" ] && sleep 1
 done
 wait
@@ -462,8 +489,8 @@ results_row "$out" dist_check.sh "$dp" "$df" "$ds" "$dsec" - - - - "once, make d
 for n in "${notes[@]}"; do echo "note: not built: $n"; done
 echo "(tests = the row's column of tests/plan.txt, test_e2e.sh included; guard = tests/test_guard.sh, run once:" \
     "$gp passed, $gf failed, $gs skipped; make dist's check: $dp passed, $df failed, $ds skipped; results in $out)"
-echo "time: $((SECONDS - t_start)) s: builds $t_build s (CPU $((c_build / 1000)) s), the rows' tests $t_run s" \
-    "(CPU $((CPU_RUN / 1000)) s; $PAR rows at a time;" \
+echo "time: $((SECONDS - t_start)) s: builds $t_build s (CPU $((BUILD_CPU_MS / 1000)) s), the rows' tests beside and after them:" \
+    "the last row done at $t_run s (CPU $((CPU_RUN / 1000)) s; $PAR rows at a time;" \
     "a row's time is its builds and its tests), guard $gsec s, dist $dsec s; the slowest rows:" \
     "$(for r in "${rows[@]}"; do echo "${R_SEC[${r%%|*}]} ${r%%|*}"; done | sort -rn | head -n 5 | awk '{ printf "%s%s %d s", (NR > 1 ? ", " : ""), $2, $1 }')"
 results_row "$out" total "$TP" "$TF" "$TS" $((SECONDS - t_start))
