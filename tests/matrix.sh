@@ -8,18 +8,20 @@
 # golden hashes). Further rows: sse2 ASM=1; i686 (M32=1: "i686" in the "run
 # on" column); CMake with gcc
 # and with mingw-w64 under wine (tests/cmake_row.sh); THREADS=1 (no thread
-# pool; the other rows have it) for the aarch64 lines past neon; clang builds of every ARM line and of
+# pool; the other rows have it) for aarch64's highest line; clang builds of every ARM line and of
 # $ML_CLANG_ISAS on x86, the last ARM one run under qemu; avx512vnni with the
 # archive's oldest and newest compilers. Then tests/test_guard.sh once (the
 # guard refusals), whose results fill the guard column, and
-# tests/dist_check.sh once (make dist), each in the rows' pool after the rows.
-# Every build is made first, one at a time with make -j$ML_JOBS: each row's,
+# tests/dist_check.sh once (make dist), each in the rows' pool (the longest jobs start first).
+# The builds are made one at a time with make -j$ML_JOBS: each row's,
 # with what test_e2e.sh compares with (the native scalar gcc build, the
 # reference, and the row's build with ML_NO_MMAP=1, THREADS=pthread and THREADS=1,
 # one of the last two the row's own build);
-# a build is made once, whatever rows share it. Then the rows' tests run,
-# $ML_PAR rows at a time (most run one test process at a time, on one core),
-# each row's output kept apart and printed in the rows' order.
+# a build is made once, whatever rows share it. Beside them the rows' tests run,
+# $ML_PAR rows at a time (most run one test process at a time, on one core):
+# an emulated row as soon as its builds are made, a native row and the
+# once-only scripts after every build; each row's output kept apart and
+# printed in the rows' order.
 # Results (tests/results.sh): a row per matrix row in $ML_RESULTS (default
 # build/matrix.tsv): label, passed, failed, skipped, seconds, isa, compiler,
 # e2e, guard, how verified, CPU seconds (the row's builds and tests); the
@@ -63,12 +65,18 @@ case $(uname -m) in x86_64 | amd64) host_x86=1 ;; esac
 arch_of() { awk -f tools/isas.awk -v want=arch -v arch="$1" config/isas.txt; }
 last_arm=""
 i686_isas=""
+# The floor rows: each architecture's first row (its lowest ISA, gcc, the first
+# CPU); with the native rows, they are tests/plan.txt's @floor and @native tags.
+declare -A FLOOR
+# The highest ISA line of aarch64 (the registry lists each architecture's lowest first).
+top_aarch64=$(awk -f tools/isas.awk -v want=rows config/isas.txt | awk -F'|' '$2 == "aarch64" { i = $1 } END { print i }')
 while IFS='|' read -r isa arch run_on; do
     case $arch in
     x86 | any)
         if [ "$host_x86" = 0 ]; then notes+=("$isa: host is $(uname -m), not x86-64"); continue; fi
         # "native" and "i686" (a 32-bit row, added below with the other native rows)
         [[ ";$run_on;" == *";native;"* ]] && rows+=("$isa|$isa|gcc||||full|$isa")
+        [ -n "${FLOOR[x86]:-}" ] || FLOOR[x86]=$isa
         [[ ";$run_on;" == *";i686;"* ]] && i686_isas+=" $isa"
         continue ;;
     esac
@@ -81,9 +89,12 @@ while IFS='|' read -r isa arch run_on; do
         if have "$qemu"; then run="$qemu -L /usr/${cross%-} -cpu $cpu" how="$qemu -cpu $cpu"; fi
         if [ "$first" = 1 ]; then first_run=$run first_how=$how; else tests=qemu; fi
         rows+=("$isa-$tag-${cpu//,sve-default-vector-length=/-vl}|$isa|${cross}gcc|CROSS=$cross|$run|$how|$tests|$([ "$first" = 1 ] && echo "$isa-$tag")")
-        # The THREADS=1 build (no pool) of the aarch64 lines past neon, its own
-        # row: test_threads's refusal, test_e2e.sh (the default rows have the pool).
-        if [ "$first" = 1 ] && [ "$arch" = aarch64 ] && [ "$isa" != neon ]; then
+        [ -n "${FLOOR[$arch]:-}" ] || FLOOR[$arch]=${rows[-1]%%|*}
+        # The THREADS=1 build (no pool) of aarch64's highest line, its own row:
+        # test_threads's refusal, test_e2e.sh (the default rows have the pool).
+        # THREADS=1 changes the thread pool, no kernel: one such row is enough
+        # (the portable rows also compare their THREADS=1 sibling in test_e2e.sh).
+        if [ "$first" = 1 ] && [ "$arch" = aarch64 ] && [ "$isa" != neon ] && [ "$isa" = "$top_aarch64" ]; then
             rows+=("$isa-$tag-nothreads|$isa|${cross}gcc THREADS=1|CROSS=$cross THREADS=1|$run|$how|threads|")
         fi
         first=0
@@ -94,7 +105,8 @@ while IFS='|' read -r isa arch run_on; do
     fi
 done < <(awk -f tools/isas.awk -v want=rows config/isas.txt)
 if [ "$host_x86" = 1 ]; then
-    rows+=("sse2-asm|sse2|gcc ASM=1|ASM=1|||full|")
+    # ASM=1 swaps kernel files only: the compilers column (kernels, golden logits).
+    rows+=("sse2-asm|sse2|gcc ASM=1|ASM=1|||compilers|")
     # The oldest and newest compilers of the archive: the avx512vnni build
     # compiles every x86 kernel folder (its chain), warning-free, and must
     # write the golden logits. $ML_COMPILERS overrides the list.
@@ -103,7 +115,9 @@ if [ "$host_x86" = 1 ]; then
         else notes+=("avx512vnni with $cc: $cc not installed"); fi
     done
     if have clang; then
-        for isa in $CLANG_ISAS; do rows+=("$isa-clang|$isa|clang|CC=clang|||full|"); done
+        # The compilers column (what a compiler can change: kernels, golden
+        # logits); the ASan+UBSan suites run the whole plan with clang.
+        for isa in $CLANG_ISAS; do rows+=("$isa-clang|$isa|clang|CC=clang|||compilers|"); done
     else
         notes+=("x86 clang rows: clang not installed")
     fi
@@ -126,10 +140,11 @@ if [ "$host_x86" = 1 ]; then
         notes+=("CMake rows: cmake not installed")
     fi
     if have cmake && have x86_64-w64-mingw32-gcc && { have wine64 || have wine; }; then
-        for isa in scalar avx2; do
-            for th in OFF ON; do
-                rows+=("mingw-$isa$([ $th = ON ] && echo -threads)|$isa|x86_64-w64-mingw32-gcc (CMake)|cmake -DCMAKE_TOOLCHAIN_FILE=cmake/mingw-w64-x86_64.cmake -DML_ISA=$isa -DML_THREADS=$th|wine|wine (ctest)|cmake|")
-            done
+        # Each ISA once and each thread mode once (Win32 threads hold no ISA
+        # code): scalar without the pool, avx2 with it.
+        for pair in scalar:OFF avx2:ON; do
+            isa=${pair%:*} th=${pair#*:}
+            rows+=("mingw-$isa$([ $th = ON ] && echo -threads)|$isa|x86_64-w64-mingw32-gcc (CMake)|cmake -DCMAKE_TOOLCHAIN_FILE=cmake/mingw-w64-x86_64.cmake -DML_ISA=$isa -DML_THREADS=$th|wine|wine (ctest)|cmake|")
         done
     else
         notes+=("mingw rows: needs cmake, gcc-mingw-w64-x86-64 and wine")
@@ -143,6 +158,14 @@ if [ -n "$last_arm" ] && [ -n "$(cut -d'|' -f5 <<<"$last_arm")" ]; then
         [ "${rows[$i]%%|*}" = "${last_arm%%|*}" ] && rows[i]=$last_arm
     done
 fi
+
+# row_tags LABEL RUNNER: the row's tags for tests/plan.txt's @ cells.
+row_tags() {
+    local t="" a
+    [ -z "$2" ] && t="@native"
+    for a in "${FLOOR[@]}"; do [ "$a" = "$1" ] && t+=" @floor"; done
+    echo "${t# }"
+}
 
 if [ -n "${ML_ROWS:-}" ]; then
     kept=()
@@ -159,12 +182,18 @@ fi
 # build ARGS...: make once per argument list; sets DIR to the build folder,
 # fails if the build failed. Warnings make WARNED=1 (one failure of the row).
 declare -A BUILT
+BUILD_CPU_MS=0
 build() {
-    local key="$*"
+    local key="$*" ms
     if [ -z "${BUILT[$key]+x}" ]; then
         BUILT[$key]=""
+        # The make's CPU time (ms; times in the subshell sees only the make), into BUILD_CPU_MS.
         # shellcheck disable=SC2068
-        if DIR=$(make -s $@ print-build 2>"$tmp/make.log") && nice make -j"$JOBS" $@ >"$tmp/make.log" 2>&1; then
+        if DIR=$(make -s $@ print-build 2>"$tmp/make.log") &&
+            ms=$(nice make -j"$JOBS" $@ >"$tmp/make.log" 2>&1 || exit 1
+                times >"$tmp/times.build"  # (not times | awk: a pipeline's times sees no children)
+                awk 'END { split($1 " " $2, t, /[ms ]+/); printf "%d\n", (t[1] * 60 + t[2] + t[3] * 60 + t[4]) * 1000 }' "$tmp/times.build"); then
+            BUILD_CPU_MS=$((BUILD_CPU_MS + ms))
             BUILT[$key]=$DIR
             if grep -q 'warning:' "$tmp/make.log"; then
                 echo "FAIL - make $key: compiler warnings:"; grep 'warning:' "$tmp/make.log" | sort -u | head -n 10 | sed 's/^/    /'
@@ -196,7 +225,7 @@ declare -a R_MODE R_DIR R_REF R_NOMMAP R_THREADS R_SINGLE R_COL R_BSEC R_CPU
 prepare_row() {
     local i=$1 label isa compiler margs runner how tests gkey t0=$SECONDS c0 p=0 f=0
     IFS='|' read -r label isa compiler margs runner how tests gkey <<<"${rows[$i]}"
-    cpu_now; c0=$CPU_MS
+    c0=$BUILD_CPU_MS
     WARNED=0
     case $tests in "" | all) tests=full ;; esac
     R_MODE[i]=done R_COL[i]=$tests
@@ -221,7 +250,7 @@ prepare_row() {
         R_MODE[i]=tests R_DIR[i]=$DIR how=${how:-native}
         if [ "$tests" != full ]; then
             local list n
-            list=$(plan_tests "$tests" "$label") n=$(wc -w <<<"$list")
+            list=$(ML_ROW_TAGS=$(row_tags "$label" "$runner") plan_tests "$tests" "$label") n=$(wc -w <<<"$list")
             if [ "$n" -le 3 ]; then how+=" ($list)"; else how+=" (the plan's $tests column: $n tests)"; fi
         fi
         # shellcheck disable=SC2086
@@ -239,7 +268,7 @@ prepare_row() {
         fi
     fi
     R_P[$label]=$p R_F[$label]=$((f + WARNED)) R_S[$label]=0 R_E2E[$label]="-" R_HOW[$label]=$how
-    cpu_now; R_BSEC[i]=$((SECONDS - t0)) R_CPU[i]=$((CPU_MS - c0))
+    R_BSEC[i]=$((SECONDS - t0)) R_CPU[i]=$((BUILD_CPU_MS - c0))
 }
 
 # run_row I: runs row I's tests (its output on stdout), then writes
@@ -260,7 +289,7 @@ run_row() {
         fi
     else
         BUILD=$dir ISA=$isa RUNNER="$runner" REF_BUILD=${R_REF[i]:-} NOMMAP_BUILD=${R_NOMMAP[i]:-} THREADS_BUILD=${R_THREADS[i]:-} SINGLE_BUILD=${R_SINGLE[i]:-} \
-            ML_PLAN="${R_COL[i]}" ML_ROW="$label" ML_RESULTS="$tmp/$label.tsv" \
+            ML_PLAN="${R_COL[i]}" ML_ROW="$label" ML_ROW_TAGS="$(row_tags "$label" "$runner")" ML_RESULTS="$tmp/$label.tsv" \
             nice bash tests/run_tests.sh >"$tmp/$i.run.log" 2>&1
         grep -E '^(FAIL|SKIP) - ' "$tmp/$i.run.log" | head -n 20 | sed "s/^/   [$label] /"
         if read -r p f s < <(results_total "$tmp/$label.tsv"); then
@@ -305,21 +334,15 @@ finish_row() {
     echo "   $label: ${R_P[$label]} passed, ${R_F[$label]} failed, ${R_S[$label]} skipped, e2e ${R_E2E[$label]} (${R_SEC[$label]} s)"
 }
 
-t_build=$SECONDS CPU_RUN=0
-cpu_now; c_build=$CPU_MS
+t_build=0 CPU_RUN=0
 # left DONE TOTAL SECONDS: "about N min left", from the mean time of the DONE so far.
 left() {
     local m=$(($3 * ($2 - $1) / ($1 > 0 ? $1 : 1) / 60))
     if [ "$1" -ge "$2" ]; then echo "done"; elif [ "$m" -lt 1 ]; then echo "under a minute left"; else echo "about $m min left"; fi
 }
-if [ -n "${ML_ROWS:-}" ]; then echo "== make test: ${#rows[@]} rows (ML_ROWS=$ML_ROWS): first the builds, then the tests"
-else echo "== make test: ${#rows[@]} rows (+ the guard and make dist): first the builds, then the tests, ~35 min on 2 cores;" \
-    "ML_ROWS=\"scalar avx2\" make test runs a few rows"; fi
-for i in "${!rows[@]}"; do
-    prepare_row "$i" >"$tmp/$i.log"
-    echo "   built row $((i + 1))/${#rows[@]}: ${rows[$i]%%|*} (${R_BSEC[i]} s; builds: $(left $((i + 1)) ${#rows[@]} $((SECONDS - t_build))))"
-done
-cpu_now; t_build=$((SECONDS - t_build)) c_build=$((CPU_MS - c_build))
+if [ -n "${ML_ROWS:-}" ]; then echo "== make test: ${#rows[@]} rows (ML_ROWS=$ML_ROWS): each row's tests start when its builds are made"
+else echo "== make test: ${#rows[@]} rows (+ the guard and make dist): each row's tests start when its builds are made," \
+    "~25 min on 2 cores; ML_ROWS=\"scalar avx2\" make test runs a few rows"; fi
 
 # ---- run once: the guard (reuses the builds above) and make dist ---------------------
 # run_once TAG SCRIPT: runs tests/SCRIPT (its results in $tmp/TAG.tsv), its output
@@ -352,8 +375,9 @@ finish_once() {
     echo "   $script: $O_P passed, $O_F failed, $O_S skipped ($O_SEC s)"
 }
 
-# ---- run the rows, then the once-only scripts, $PAR at a time; print in order -------
-echo "== running the rows' tests, then the guard and make dist, $PAR at a time (builds took $t_build s)"
+# ---- build the rows one at a time, and run their tests and the once-only
+# scripts $PAR at a time beside the builds; print in the rows' order -------------
+echo "== building the rows one at a time; running the rows' tests, the guard and make dist $PAR at a time, the longest first"
 t_run=$SECONDS t_run0=$SECONDS
 # Each of the $PAR slots runs one job at a time, with its own folder of
 # test_e2e.sh's converted models (build/models, build/models-1, ...): two rows
@@ -361,24 +385,55 @@ t_run=$SECONDS t_run0=$SECONDS
 # A job's .done file is written however its subshell ends (a missing .res is
 # one failure of the job), so a job that dies cannot stop the matrix.
 nrows=${#rows[@]} njobs=$((${#rows[@]} + ${#ONCE[@]}))
+# The order the rows are built and the jobs start in: the longest first, so
+# that the last ones to run are short and both slots stay busy to the end
+# (the output still comes in the rows' order): the emulated rows of the full
+# column (minutes each under qemu), the once-only scripts, the other emulated
+# rows, the native ones. While the builds go on (make -j$JOBS, one build at a
+# time) the slots run the emulated rows already built; the native rows and
+# the once-only scripts wait for every build, since their tests make builds
+# themselves (make run, make dist, the guard's builds) into the same folders.
+declare -a EMU COL
+for i in "${!rows[@]}"; do IFS='|' read -r _ _ _ _ EMU[i] _ COL[i] _ <<<"${rows[$i]}"; done
+emulated() { [ -n "${EMU[$1]}" ]; }
+order=()
+for i in "${!rows[@]}"; do emulated "$i" && [ "${COL[i]}" = full ] && order+=("$i"); done
+for ((j = nrows; j < njobs; j++)); do order+=("$j"); done
+for i in "${!rows[@]}"; do emulated "$i" && [ "${COL[i]}" != full ] && order+=("$i"); done
+for i in "${!rows[@]}"; do emulated "$i" || order+=("$i"); done
+border=()
+for j in "${order[@]}"; do [ "$j" -ge "$nrows" ] || border+=("$j"); done
 declare -a SLOT
-next=0 shown=0
+declare -A BUILT_ROW STARTED
+nbuilt=0 shown=0
+# startable JOB: whether the job can start now.
+startable() {
+    [ -z "${STARTED[$1]:-}" ] || return 1
+    if [ "$1" -lt "$nrows" ]; then
+        [ -n "${BUILT_ROW[$1]:-}" ] && [ "${R_MODE[$1]}" != done ] || return 1
+        emulated "$1" || [ "$nbuilt" -ge "$nrows" ]
+    else
+        [ "$nbuilt" -ge "$nrows" ]
+    fi
+}
 while [ "$shown" -lt "$njobs" ]; do
     for ((s = 0; s < PAR; s++)); do
         [ -z "${SLOT[s]:-}" ] || [ -e "$tmp/${SLOT[s]}.done" ] || continue
-        while [ "$next" -lt "$nrows" ] && [ "${R_MODE[next]}" = done ]; do next=$((next + 1)); done
-        [ "$next" -lt "$njobs" ] || break
+        job=""
+        for j in "${order[@]}"; do startable "$j" && { job=$j; break; }; done
+        [ -n "$job" ] || break
         cache=build/models; [ "$s" = 0 ] || cache+=-$s
-        if [ "$next" -lt "$nrows" ]; then
-            ( (export ML_E2E_MODELS=$cache; run_row "$next" >"$tmp/$next.out" 2>&1); : >"$tmp/$next.done") &
+        if [ "$job" -lt "$nrows" ]; then
+            ( (export ML_E2E_MODELS=$cache; run_row "$job" >"$tmp/$job.out" 2>&1); : >"$tmp/$job.done") &
         else
-            IFS='|' read -r tag script _ <<<"${ONCE[next - nrows]}"
-            ( (run_once "$tag" "$script" >"$tmp/$tag.out" 2>&1); : >"$tmp/$next.done") &
+            IFS='|' read -r tag script _ <<<"${ONCE[job - nrows]}"
+            ( (run_once "$tag" "$script" >"$tmp/$tag.out" 2>&1); : >"$tmp/$job.done") &
         fi
-        SLOT[s]=$next next=$((next + 1))
+        SLOT[s]=$job STARTED[$job]=1
     done
-    while [ "$shown" -lt "$njobs" ] && { [ -e "$tmp/$shown.done" ] || { [ "$shown" -lt "$nrows" ] && [ "${R_MODE[shown]}" = done ]; }; }; do
-        echo "-- row $((shown + 1))/$njobs ($(left $((shown + 1)) "$njobs" $((SECONDS - t_run0))) of the tests)"
+    while [ "$shown" -lt "$njobs" ] && { [ -e "$tmp/$shown.done" ] ||
+        { [ "$shown" -lt "$nrows" ] && [ -n "${BUILT_ROW[$shown]:-}" ] && [ "${R_MODE[shown]}" = done ]; }; }; do
+        echo "-- row $((shown + 1))/$njobs ($(left $((shown + 1)) "$njobs" $((SECONDS - t_run0))) of the rows and scripts)"
         if [ "$shown" -lt "$nrows" ]; then
             finish_row "$shown"
             [ "$shown" -lt "$((nrows - 1))" ] || t_run=$((SECONDS - t_run))
@@ -391,6 +446,14 @@ while [ "$shown" -lt "$njobs" ]; do
         fi
         shown=$((shown + 1))
     done
+    # the next build, while the slots run tests (its output printed with its row)
+    if [ "$nbuilt" -lt "$nrows" ]; then
+        i=${border[nbuilt]} t0=$SECONDS
+        prepare_row "$i" >"$tmp/$i.log"
+        BUILT_ROW[$i]=1 nbuilt=$((nbuilt + 1)) t_build=$((t_build + SECONDS - t0))
+        echo "   built row $nbuilt/$nrows: ${rows[$i]%%|*} (${R_BSEC[i]} s; builds: $(left "$nbuilt" "$nrows" "$t_build"))"
+        continue
+    fi
     [ "$shown" -lt "$njobs" ] && sleep 1
 done
 wait
@@ -426,8 +489,8 @@ results_row "$out" dist_check.sh "$dp" "$df" "$ds" "$dsec" - - - - "once, make d
 for n in "${notes[@]}"; do echo "note: not built: $n"; done
 echo "(tests = the row's column of tests/plan.txt, test_e2e.sh included; guard = tests/test_guard.sh, run once:" \
     "$gp passed, $gf failed, $gs skipped; make dist's check: $dp passed, $df failed, $ds skipped; results in $out)"
-echo "time: $((SECONDS - t_start)) s: builds $t_build s (CPU $((c_build / 1000)) s), the rows' tests $t_run s" \
-    "(CPU $((CPU_RUN / 1000)) s; $PAR rows at a time;" \
+echo "time: $((SECONDS - t_start)) s: builds $t_build s (CPU $((BUILD_CPU_MS / 1000)) s), the rows' tests beside and after them:" \
+    "the last row done at $t_run s (CPU $((CPU_RUN / 1000)) s; $PAR rows at a time;" \
     "a row's time is its builds and its tests), guard $gsec s, dist $dsec s; the slowest rows:" \
     "$(for r in "${rows[@]}"; do echo "${R_SEC[${r%%|*}]} ${r%%|*}"; done | sort -rn | head -n 5 | awk '{ printf "%s%s %d s", (NR > 1 ? ", " : ""), $2, $1 }')"
 results_row "$out" total "$TP" "$TF" "$TS" $((SECONDS - t_start))

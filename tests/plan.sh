@@ -22,12 +22,18 @@ plan_cell() {
 }
 
 # plan_runs TEST COLUMN ROW: whether TEST runs on the row (or suite) labelled
-# ROW of COLUMN: its cell is x, or one of the cell's patterns matches ROW.
+# ROW of COLUMN: its cell is x, or one of the cell's patterns matches ROW, or
+# one of its @tags is one of the row's tags ($ML_ROW_TAGS, which tests/matrix.sh
+# sets: @native, @floor; see tests/plan.txt).
 plan_runs() {
     local cell pat
     cell=$(plan_cell "$1" "$2") || return 2
     case $cell in x) return 0 ;; -) return 1 ;; esac
     for pat in ${cell//,/ }; do
+        if [[ $pat == @* ]]; then
+            [[ " ${ML_ROW_TAGS:-} " == *" $pat "* ]] && return 0
+            continue
+        fi
         # shellcheck disable=SC2053
         [[ $3 == $pat ]] && return 0
     done

@@ -10,6 +10,15 @@ cd "$(dirname "$0")/.."
 . tests/sh_lib.sh
 scratch
 need_exe "$BUILD/ml_run"
+# .ci/run installs the package in the background: wait for it (its exit code
+# in ML_PY_VENV_DONE), at most 30 minutes.
+if [ -n "${ML_PY_VENV_DONE:-}" ]; then
+    for _ in $(seq 1800); do [ -s "$ML_PY_VENV_DONE" ] && break; sleep 1; done
+    if [ "$(cat "$ML_PY_VENV_DONE" 2>/dev/null)" != 0 ]; then
+        bad "python: pip install . pytest into $ML_PY_VENV failed or did not finish (exit '$(cat "$ML_PY_VENV_DONE" 2>/dev/null)'): $(tail -n 5 "$ML_PY_VENV.log" 2>/dev/null | tr '\n' ' ')"
+        finish
+    fi
+fi
 py=${ML_PY_VENV:+$ML_PY_VENV/bin/python}
 if [ -z "$py" ] || ! "$py" -c 'import legacy_ml, pytest' 2>"$tmp/import.err"; then
     skip "python: no ML_PY_VENV with legacy_ml and pytest (python3 -m venv V && V/bin/pip install . pytest; ML_PY_VENV=V)$(head -c 300 "$tmp/import.err" 2>/dev/null | tr '\n' ' ')"
