@@ -146,6 +146,18 @@ def plan():
            "--llama-mmap: llama.cpp with its default load (no -mmp 0, no --no-mmap)")
 
 
+def autogroup(tmp):
+    """The warning about session-grouped scheduling, from the sysctl's file."""
+    f = os.path.join(tmp, "autogroup")
+    for value, warned in (("1\n", True), ("0\n", False)):
+        with open(f, "w") as fh:
+            fh.write(value)
+        w = bv.autogroup_warning(f)
+        report(bool(w) == warned and (not w or "sched_autogroup_enabled=0" in w),
+               f"sched_autogroup_enabled {value.strip()}: {'a warning naming the sysctl' if warned else 'no warning'}")
+    report(bv.autogroup_warning(os.path.join(tmp, "missing")) is None, "no such file: no warning")
+
+
 def depth_and_scales():
     """llama-batched-bench's JSON lines and ml_bench's tg128@dD and fp16-scale rows."""
     jsonl = ('main: n_kv_max = 1280\n{"n_kv_max": 1280, "n_threads": 2, "pp": 1024, "tg": 128, "pl": 1, '
@@ -239,6 +251,7 @@ def main():
     tokenizer_reader()
     with tempfile.TemporaryDirectory() as tmp:
         from_file(tmp)
+        autogroup(tmp)
         gguf_writer(tmp)
 
 

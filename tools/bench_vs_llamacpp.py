@@ -215,9 +215,28 @@ def prepare(opts, plan):
     return llama, models
 
 
+def autogroup_warning(path="/proc/sys/kernel/sched_autogroup_enabled"):
+    """A warning when the kernel groups processes by session: then `nice`
+    ranks processes only within a session, and a niced build started from
+    another terminal still takes half the CPU from the benchmark (seen
+    here: llama-batched-bench at 0.23 tok/s beside niced compilers). None
+    when autogrouping is off or unknown."""
+    try:
+        with open(path) as f:
+            on = f.read().strip() == "1"
+    except OSError:
+        return None
+    return ("the kernel groups processes by session (kernel.sched_autogroup_enabled = 1): `nice` does not "
+            "keep other sessions' work off the benchmark; for a shared machine: "
+            "sysctl kernel.sched_autogroup_enabled=0 (as root)") if on else None
+
+
 def measure(opts, on_round):
     """All rounds -> records (see record_round); on_round(records, isa,
     rounds done) after each round."""
+    warning = autogroup_warning()
+    if warning:
+        log(f"warning: {warning}")
     plan = plan_of(opts)
     llama, models = prepare(opts, plan)
     isa = opts.isa or best_isa()
