@@ -25,7 +25,6 @@
 #define ML_ATTN_BODY_H
 
 #include <stddef.h>
-#include <string.h>
 
 #include "config/ml_kernels.h"
 #include "kernels/canon.h"
@@ -72,7 +71,7 @@ ML_INLINE void ml_attn_score_tile(float *s, const float *q, const float *kt, siz
         ml_vf_store(s, d);
     } else {
         ml_vf_store(f, d);
-        memcpy(s, f, (size_t)nk * sizeof *s);
+        for (int j = 0; j < nk; j++) s[j] = f[j];
     }
 }
 
