@@ -130,21 +130,4 @@ static inline float ml_canon_fold8(const float l[ML_CANON_LANES]) {
     return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
 }
 
-/* Rule 2's tail for nk keys of a block (kernels/<isa>/attn.c): after the
- * fold, sum[j] += q[i] * k[j*ldk + i] for i = h8 .. hd-1, one by one. */
-static inline void ml_canon_dot_tails(float *sum, int nk, const float *q, const float *k, size_t ldk, int h8, int hd) {
-    for (int j = 0; j < nk; j++)
-        for (int i = h8; i < hd; i++) sum[j] += q[i] * k[(size_t)j * ldk + i];
-}
-
-/* Rule 6's value sums for the elements i0 .. hd-1 of one output over nb
- * keys, in scalar code (the part past a SIMD kernel's last chunk). */
-static inline void ml_canon_values_tail(float *o, const float *p, const float *v, size_t ldv, int nb, int i0, int hd) {
-    for (int i = i0; i < hd; i++) {
-        float a = o[i];
-        for (int j = 0; j < nb; j++) a += p[j] * v[(size_t)j * ldv + i];
-        o[i] = a;
-    }
-}
-
 #endif

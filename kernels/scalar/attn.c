@@ -2,7 +2,9 @@
  * K/V head (grouped-query attention), over a block of keys: one pass over
  * the keys and values serves every query of the group. In the canonical
  * order of kernels/canon.h rule 6: each score is the rule-2 8-lane dot then
- * one IEEE division, each output element a sequential sum over the keys. */
+ * one IEEE division, each output element a sequential sum over the keys.
+ * The SIMD builds share one body over their float vectors, which this twin
+ * documents (kernels/attn_body.h). */
 #include "config/ml_kernels.h"
 #include "kernels/canon.h"
 

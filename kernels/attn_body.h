@@ -1,0 +1,132 @@
+/* One attention body for every SIMD build (sse2, avx2, AArch64 neon; the
+ * builds above them reach these through the fallback chain), over fixed-name
+ * primitives: the including kernels/<isa>/attn.c first defines
+ *   ml_vf                   the float vector (4 or 8 lanes: ML_VF_LANES)
+ *   ml_vf_load(p), ml_vf_store(p, v)     unaligned
+ *   ml_vf_set1(c)           c in every lane
+ *   ml_vf_madd(acc, a, b)   acc + a * b: multiply, then add (canon.h rule 1)
+ *   ml_vf_div(a, b)         IEEE a / b (rule 4)
+ *   ml_vf_fold_keys(acc)    rule 2's fold of ML_VF_LANES keys at once:
+ *                           acc[j * ML_ATTN_PARTS + c] holds lanes
+ *                           c * ML_VF_LANES .. of key j's 8 lane sums;
+ *                           lane j of the result is key j's fold8
+ * then includes this file; its ml_k_attn_scores_<isa> and
+ * ml_k_attn_values_<isa> are ml_attn_scores and ml_attn_values.
+ *
+ * Float order (kernels/canon.h rules 2 and 6, bit-identical to the scalar
+ * twin kernels/scalar/attn.c): a score is its key's 8-lane dot, folded, the
+ * tail elements added one by one, then one IEEE division; an output element
+ * adds o += p_t * v_t key by key. Scores take a tile of ML_VF_LANES keys
+ * (a key's 8 lanes in ML_ATTN_PARTS vectors) so the fold leaves one key per
+ * lane; values keep a chunk of an output in registers over a block of keys.
+ * Keys and values are read once per block for every query head of the
+ * group (from L1). */
+#ifndef ML_ATTN_BODY_H
+#define ML_ATTN_BODY_H
+
+#include <stddef.h>
+
+#include "config/ml_kernels.h"
+#include "kernels/canon.h"
+#include "kernels/kernel_util.h"
+
+/* Floats per vector, and vectors per key of a score tile (one rule-2 lane set). */
+#define ML_VF_LANES ((int)(sizeof(ml_vf) / sizeof(float)))
+#define ML_ATTN_PARTS (ML_CANON_LANES / ML_VF_LANES)
+
+/* Keys per block of the value sums: 16 rows of a head of 128 are 8 KiB. */
+#define ML_ATTN_VBLOCK 16
+
+/* ---- scores --------------------------------------------------------------- */
+
+/* s[0 .. nk-1] = the scores of query q against the nk (<= ML_VF_LANES) keys
+ * at kt, rows ldk apart. A short tile repeats its last key in the missing
+ * lanes (computed, never stored; nothing past the last key is read). */
+ML_INLINE void ml_attn_score_tile(float *s, const float *q, const float *kt, size_t ldk, int nk, int h8, int hd,
+                                  ml_vf sc) {
+    const float *kj[ML_VF_LANES];
+    ML_UNROLL for (int j = 0; j < ML_VF_LANES; j++) kj[j] = kt + (size_t)(j < nk ? j : nk - 1) * ldk;
+    ml_vf acc[ML_VF_LANES * ML_ATTN_PARTS];
+    ML_UNROLL for (int j = 0; j < ML_VF_LANES * ML_ATTN_PARTS; j++) acc[j] = ml_vf_set1(0.0f);
+    for (int i = 0; i < h8; i += ML_CANON_LANES) {
+        ml_vf qv[ML_ATTN_PARTS];
+        ML_UNROLL for (int c = 0; c < ML_ATTN_PARTS; c++) qv[c] = ml_vf_load(q + i + c * ML_VF_LANES);
+        ML_UNROLL for (int j = 0; j < ML_VF_LANES; j++) {
+            ML_UNROLL for (int c = 0; c < ML_ATTN_PARTS; c++) {
+                ml_vf *a = &acc[j * ML_ATTN_PARTS + c];
+                *a = ml_vf_madd(*a, qv[c], ml_vf_load(kj[j] + i + c * ML_VF_LANES));
+            }
+        }
+    }
+    ml_vf d = ml_vf_fold_keys(acc);
+    float f[ML_VF_LANES];
+    if (h8 < hd) { /* rule 2's tail, element by element after the fold */
+        ml_vf_store(f, d);
+        for (int j = 0; j < nk; j++)
+            for (int i = h8; i < hd; i++) f[j] += q[i] * kj[j][i];
+        d = ml_vf_load(f);
+    }
+    d = ml_vf_div(d, sc);
+    if (nk == ML_VF_LANES) {
+        ml_vf_store(s, d);
+    } else {
+        ml_vf_store(f, d);
+        for (int j = 0; j < nk; j++) s[j] = f[j];
+    }
+}
+
+/* s[g*lds + t] = dot(q[g*ldq ..], k[t*ldk ..], hd) / scale, g < G, t < n:
+ * a tile of keys for every query head of the group, then the next tile. */
+ML_INLINE void ml_attn_scores(float *s, int lds, const float *q, int ldq, int G, const float *k, int ldk, int n,
+                              int hd, float scale) {
+    const int h8 = hd & ~(ML_CANON_LANES - 1);
+    const ml_vf sc = ml_vf_set1(scale);
+    int t = 0;
+    for (; t + ML_VF_LANES <= n; t += ML_VF_LANES)
+        for (int g = 0; g < G; g++)
+            ml_attn_score_tile(s + (size_t)g * (size_t)lds + (size_t)t, q + (size_t)g * (size_t)ldq,
+                               k + (size_t)t * (size_t)ldk, (size_t)ldk, ML_VF_LANES, h8, hd, sc);
+    if (t < n) /* the last n % ML_VF_LANES keys: one short tile */
+        for (int g = 0; g < G; g++)
+            ml_attn_score_tile(s + (size_t)g * (size_t)lds + (size_t)t, q + (size_t)g * (size_t)ldq,
+                               k + (size_t)t * (size_t)ldk, (size_t)ldk, n - t, h8, hd, sc);
+}
+
+/* ---- values --------------------------------------------------------------- */
+
+/* o[0 .. nv*ML_VF_LANES-1] += p[j] * v[j*ldv ..], j = 0 .. nb-1 in order,
+ * nv (1 or 2, a constant after inlining) vectors of o in registers. */
+ML_INLINE void ml_attn_values_chunk(float *o, const float *p, const float *v, size_t ldv, int nb, int nv) {
+    ml_vf a[2];
+    ML_UNROLL for (int c = 0; c < nv; c++) a[c] = ml_vf_load(o + c * ML_VF_LANES);
+    for (int j = 0; j < nb; j++) {
+        const ml_vf pj = ml_vf_set1(p[j]);
+        ML_UNROLL for (int c = 0; c < nv; c++) a[c] = ml_vf_madd(a[c], pj, ml_vf_load(v + (size_t)j * ldv + c * ML_VF_LANES));
+    }
+    ML_UNROLL for (int c = 0; c < nv; c++) ml_vf_store(o + c * ML_VF_LANES, a[c]);
+}
+
+/* o[g*ldo + i] += p[g*ldp + t] * v[t*ldv + i], t = 0 .. n-1 in order: a
+ * block of keys for every query head of the group, chunk by chunk of the
+ * output; the elements past the last whole vector in scalar code. */
+ML_INLINE void ml_attn_values(float *o, int ldo, const float *p, int ldp, int G, const float *v, int ldv, int n,
+                              int hd) {
+    for (int t0 = 0; t0 < n; t0 += ML_ATTN_VBLOCK) {
+        const int nb = n - t0 < ML_ATTN_VBLOCK ? n - t0 : ML_ATTN_VBLOCK;
+        const float *vb = v + (size_t)t0 * (size_t)ldv;
+        for (int g = 0; g < G; g++) {
+            float *og = o + (size_t)g * (size_t)ldo;
+            const float *pg = p + (size_t)g * (size_t)ldp + (size_t)t0;
+            int i = 0;
+            for (; i + 2 * ML_VF_LANES <= hd; i += 2 * ML_VF_LANES) ml_attn_values_chunk(og + i, pg, vb + i, (size_t)ldv, nb, 2);
+            for (; i + ML_VF_LANES <= hd; i += ML_VF_LANES) ml_attn_values_chunk(og + i, pg, vb + i, (size_t)ldv, nb, 1);
+            for (; i < hd; i++) {
+                float a = og[i];
+                for (int j = 0; j < nb; j++) a += pg[j] * vb[(size_t)j * (size_t)ldv + i];
+                og[i] = a;
+            }
+        }
+    }
+}
+
+#endif
