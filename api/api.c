@@ -241,6 +241,19 @@ lml_sampler_options lml_sampler_defaults(void) {
                                  .repeat_penalty = 1.0f, .repeat_last_n = 64, .seed = 0};
 }
 
+lml_status ml_api_sampler_init(ml_sampler *smp, const ml_model *m, const lml_sampler_options *opts, void *scratch,
+                               lml_error *err) {
+    lml_sampler_options so = opts ? *opts : lml_sampler_defaults();
+    if (!(so.temperature >= 0.0f) || isinf(so.temperature))
+        return ml_api_fail(err, ML_E_ARG, "temperature: expected a finite number >= 0");
+    if (!(so.top_p >= 0.0f && so.top_p <= 1.0f)) return ml_api_fail(err, ML_E_ARG, "top_p: expected a number in [0, 1]");
+    ml_err e = {{0}};
+    ml_sampler_init(smp, m->cfg.vocab, so.temperature, so.top_p, so.seed, scratch);
+    return ml_api_error(err, &e,
+                        ml_sampler_set_filters(smp, so.top_k, so.min_p, so.repeat_penalty, so.repeat_last_n,
+                                               m->cfg.max_seq, &e));
+}
+
 typedef struct {
     const lml_model *h;
     const lml_callbacks *cb;
@@ -272,17 +285,12 @@ lml_status lml_generate(lml_model *m, const int *prompt, int n_prompt, int steps
     if (!n_pos) n_pos = &unused;
     *n_pos = 0;
     if (!m || !prompt) return ml_api_fail(err, ML_E_ARG, "generate: expected a model and a prompt, got NULL");
-    lml_sampler_options so = sampler ? *sampler : lml_sampler_defaults();
-    if (!(so.temperature >= 0.0f) || isinf(so.temperature))
-        return ml_api_fail(err, ML_E_ARG, "temperature: expected a finite number >= 0");
-    if (!(so.top_p >= 0.0f && so.top_p <= 1.0f)) return ml_api_fail(err, ML_E_ARG, "top_p: expected a number in [0, 1]");
     ml_model *mm = &m->m;
     ml_err e = {{0}};
     ml_sampler smp;
-    ml_sampler_init(&smp, mm->cfg.vocab, so.temperature, so.top_p, so.seed, mm->s.sampler_scratch);
-    ml_status s = ml_sampler_set_filters(&smp, so.top_k, so.min_p, so.repeat_penalty, so.repeat_last_n,
-                                         mm->cfg.max_seq, &e);
-    if (s) return ml_api_error(err, &e, s);
+    lml_status ss = ml_api_sampler_init(&smp, mm, sampler, mm->s.sampler_scratch, err);
+    if (ss) return ss;
+    ml_status s;
     lml_callbacks none = {0};
     if (!cb) cb = &none;
     gen_ctx g = {m, cb, 0};

@@ -6,6 +6,7 @@
 #include "core/status.h"
 #include "include/legacy_ml.h"
 #include "model/model.h"
+#include "model/sampler.h"
 #include "model/speculate.h"
 #include "model/tok.h"
 
@@ -24,6 +25,11 @@ struct lml_model {
 lml_status ml_api_error(lml_error *out, const ml_err *e, ml_status s);
 /* A reason of the API's own (not model/'s) into out; returns s. */
 lml_status ml_api_fail(lml_error *out, ml_status s, const char *what);
+
+/* lml_generate's sampler over scratch (ml_sampler_scratch_bytes of m's vocab
+ * and context) with opts (NULL: the defaults), checked as the header says. */
+lml_status ml_api_sampler_init(ml_sampler *smp, const ml_model *m, const lml_sampler_options *opts, void *scratch,
+                               lml_error *err);
 
 /* lml_model_open(_memory) after the CPU check passed: path or (data, size). */
 lml_status ml_api_open(lml_model **out, const char *path, const void *data, size_t size,

@@ -24,6 +24,17 @@ _Static_assert(sizeof(lml_chat_message) == sizeof(ml_chat_msg) && sizeof(lml_rol
 
 const char *lml_chat_template_names(void) { return ml_chat_names(); }
 
+lml_status lml_chat_choose(const lml_model *m, const char *name, const char **chosen, lml_error *err) {
+    if (chosen) *chosen = NULL;
+    if (!m && !name) return ml_api_fail(err, ML_E_ARG, "chat: expected a model or a template name, got NULL");
+    ml_err e = {{0}};
+    ml_chat_kind kind;
+    ml_status s = m ? ml_chat_kind_choose(name, (const char *)m->m.chat_template.data, m->m.chat_template.len, &kind, &e)
+                    : ml_chat_kind_from_name(name, &kind, &e);
+    if (!s && chosen) *chosen = ml_chat_name(kind);
+    return ml_api_error(err, &e, s);
+}
+
 lml_status lml_chat_open(lml_chat **out, const lml_model *m, const char *name, size_t max_text, lml_error *err) {
     if (out) *out = NULL;
     if (!out || !m) return ml_api_fail(err, ML_E_ARG, "chat: expected a place for the handle and a model, got NULL");
@@ -76,13 +87,26 @@ lml_status lml_chat_render(lml_chat *c, const lml_chat_message *msgs, int n, int
         return ml_api_fail(err, ML_E_ARG, "chat: expected a chat and the token buffers, got NULL");
     const char *why = bad_messages(msgs, n);
     if (why) return ml_api_fail(err, ML_E_ARG, why);
-    if (flags & ~LML_CHAT_ADD_GENERATION_PROMPT)
-        return ml_api_fail(err, ML_E_ARG, "chat: flags: expected LML_CHAT_ADD_GENERATION_PROMPT or 0");
+    if (flags & ~(LML_CHAT_ADD_GENERATION_PROMPT | LML_CHAT_AFTER_REPLY))
+        return ml_api_fail(err, ML_E_ARG,
+                           "chat: flags: expected LML_CHAT_ADD_GENERATION_PROMPT, LML_CHAT_AFTER_REPLY or 0");
+    int after = (flags & LML_CHAT_AFTER_REPLY) != 0;
+    if (after && (flags != (LML_CHAT_AFTER_REPLY | LML_CHAT_ADD_GENERATION_PROMPT) || n != 1 ||
+                  msgs[0].role != LML_ROLE_USER))
+        return ml_api_fail(err, ML_E_ARG,
+                           "chat: LML_CHAT_AFTER_REPLY: expected one user message and LML_CHAT_ADD_GENERATION_PROMPT");
     if (capacity > INT_MAX) capacity = INT_MAX; /* the count is an int */
     ml_err e = {{0}};
-    size_t got = 0;
-    ml_status s = ml_chat_render(&c->c, (const ml_chat_msg *)(const void *)msgs, n,
-                                 (flags & LML_CHAT_ADD_GENERATION_PROMPT) != 0, tokens, capacity, &got, &e);
+    size_t got = 0, end = 0;
+    /* The reply's end and the turn are rendered apart, as ml_run --chat always has. */
+    ml_status s = after ? ml_chat_render_reply_end(&c->c, tokens, capacity, &end, &e) : ML_OK;
+    if (!s && after) {
+        s = ml_chat_render_turn(&c->c, 0, NULL, msgs[0].content, tokens + end, capacity - end, &got, &e);
+        got += end;
+    } else if (!s) {
+        s = ml_chat_render(&c->c, (const ml_chat_msg *)(const void *)msgs, n,
+                           (flags & LML_CHAT_ADD_GENERATION_PROMPT) != 0, tokens, capacity, &got, &e);
+    }
     if (!s) *n_tokens = (int)got;
     return ml_api_error(err, &e, s);
 }

@@ -6,7 +6,11 @@
  * Context full: the chat says so on stderr and ends (exit code 1); it
  * never drops earlier turns silently. Ctrl-C (SIGINT) during a reply ends
  * that reply; at the prompt it ends the chat. End of input ends it too
- * (exit code 0), so a pipe of questions works. */
+ * (exit code 0), so a pipe of questions works.
+ *
+ * Built on include/legacy_ml.h only: lml_chat_render (LML_CHAT_AFTER_REPLY
+ * for each turn after the first), lml_eval at the running position, and an
+ * lml_sampler of its own (the draws of lml_generate and ml_run). */
 #include "app/chat.h"
 
 #include <signal.h>
@@ -18,10 +22,8 @@
 #include "app/cli.h"
 #include "app/exit_codes.h"
 #include "config/ml_config.h"
-#include "model/chat.h"
-#include "model/model.h"
-#include "model/sampler.h"
-#include "model/tok.h"
+#include "core/status.h"
+#include "include/legacy_ml.h"
 
 /* ---- options: ours out of argv, the rest is ml_run's ------------------------ */
 
@@ -108,10 +110,10 @@ static char *read_line(void) {
 /* ---- the reply ---------------------------------------------------------------- */
 
 typedef struct {
-    ml_model *m;
-    ml_tok *tok;
-    ml_chat *chat;
-    ml_sampler smp;
+    lml_model *m;
+    lml_sampler *smp;
+    int context;     /* positions the KV cache has room for */
+    int byte_level;  /* byte-level BPE: pieces go through a UTF-8 stream */
     int pos;         /* positions the KV cache holds */
     int last;        /* the last token fed */
     int max_reply;   /* tokens per reply (-n), or the context */
@@ -134,34 +136,34 @@ static int is_stop(const chat_state *cs, int t) {
 }
 
 /* Feed n tokens after the cache. */
-static ml_status feed(chat_state *cs, const int *t, int n, ml_err *err) {
-    if (n <= 0) return ML_OK;
-    ml_status s = ml_forward_batch(cs->m, t, n, cs->pos, NULL, NULL, err);
+static lml_status feed(chat_state *cs, const int *t, int n, lml_error *err) {
+    if (n <= 0) return LML_OK;
+    lml_status s = lml_eval(cs->m, t, n, cs->pos, NULL, NULL, err);
     if (s) return s;
-    for (int i = 0; i < n; i++) ml_sampler_accept(&cs->smp, t[i]);
+    for (int i = 0; i < n; i++) lml_sampler_accept(cs->smp, t[i]);
     cs->pos += n;
     cs->last = t[n - 1];
-    return ML_OK;
+    return LML_OK;
 }
 
 /* Sample and stream the reply. Returns 1 when the context is full. */
-static int reply(chat_state *cs, ml_status *s, ml_err *err) {
-    ml_utf8_stream utf8;
+static int reply(chat_state *cs, lml_status *s, lml_error *err) {
+    lml_utf8_state utf8;
     memset(&utf8, 0, sizeof utf8);
-    char whole[ML_BPE_MAX_TOKEN_LEN + 8];
+    char whole[LML_PIECE_MAX + 8];
     int full = 0;
     cs->n_reply = 0;
     for (int n = 0; n < cs->max_reply && !interrupted; n++) {
-        int next = ml_sample(&cs->smp, cs->m->s.logits);
+        int next = lml_sample(cs->smp, lml_logits(cs->m));
         if (is_stop(cs, next)) break;
         size_t len = 0;
-        const char *piece = ml_tok_decode(cs->tok, cs->last, next, &len);
-        if (piece && cs->tok->kind == ML_TOK_KIND_BPE) {
-            len = ml_utf8_stream_feed(&utf8, piece, len, whole);
+        const char *piece = lml_token_piece(cs->m, cs->last, next, &len);
+        if (piece && cs->byte_level) {
+            len = lml_utf8_feed(&utf8, piece, len, whole);
             piece = whole;
         }
         if (piece) print_piece(piece, len);
-        if (cs->pos >= cs->m->cfg.max_seq) {
+        if (cs->pos >= cs->context) {
             full = 1;
             break;
         }
@@ -169,7 +171,7 @@ static int reply(chat_state *cs, ml_status *s, ml_err *err) {
         cs->n_reply++;
     }
     char rest[8];
-    print_piece(rest, ml_utf8_stream_flush(&utf8, rest));
+    print_piece(rest, lml_utf8_flush(&utf8, rest));
     printf("\n");
     fflush(stdout);
     return full;
@@ -177,8 +179,9 @@ static int reply(chat_state *cs, ml_status *s, ml_err *err) {
 
 /* ---- main ------------------------------------------------------------------------ */
 
-static int fail(const char *what, ml_status s, const ml_err *err) {
-    fprintf(stderr, "ml_run: %s failed (%s): %s\n", what, ml_status_name(s), err->msg);
+/* The library's statuses are model/'s (ML_E_FORMAT: the name ml_run prints). */
+static int fail(const char *what, lml_status s, const lml_error *err) {
+    fprintf(stderr, "ml_run: %s failed (%s): %s\n", what, ml_status_name((ml_status)s), err->message);
     return ML_EXIT_FAIL;
 }
 
@@ -196,51 +199,52 @@ int ml_chat_main(int argc, char **argv) {
         fprintf(stderr, "ml_run --chat: the messages come from stdin; -i, -f, --stop, --logits and --ids do not apply\n");
         return ML_EXIT_USAGE;
     }
-    ml_err err = {{0}};
-    ml_chat_kind kind;
-    ml_status s;
-    if (co.template_name && (s = ml_chat_kind_from_name(co.template_name, &kind, &err))) {
-        fprintf(stderr, "ml_run --chat: %s (--chat-template NAME)\n", err.msg);
+    lml_error err = {{0}};
+    lml_status s;
+    if (co.template_name && (s = lml_chat_choose(NULL, co.template_name, NULL, &err))) {
+        fprintf(stderr, "ml_run --chat: %s (--chat-template NAME)\n", err.message);
         return ML_EXIT_USAGE;
     }
 
-    ml_model m;
-    ml_tok tok;
-    ml_chat chat;
-    ml_open_opts oo = {.use_mmap = o.use_mmap, .max_seq = (int)o.context, .n_threads = (int)o.threads,
-                       .batch = (int)o.batch, .all_logits = 0};
-    if ((s = ml_model_open(&m, o.model, &oo, &err))) return fail("loading the model", s, &err);
+    lml_model *m;
+    lml_chat *chat = NULL;
+    lml_model_options oo = {.load = ml_cli_load_mode(o.use_mmap), .context = (int)o.context, .threads = (int)o.threads,
+                            .batch = (int)o.batch, .no_tokenizer = 1};
+    if ((s = lml_model_open(&m, o.model, &oo, &err))) return fail("loading the model", s, &err);
     /* The model's own template (.mlb v2) unless --chat-template names one. */
-    if ((s = ml_chat_kind_choose(co.template_name, (const char *)m.chat_template.data, m.chat_template.len, &kind,
-                                 &err))) {
-        ml_model_close(&m);
-        fprintf(stderr, "ml_run --chat: %s (--chat-template NAME)\n", err.msg);
+    const char *tmpl;
+    if ((s = lml_chat_choose(m, co.template_name, &tmpl, &err))) {
+        lml_model_close(m);
+        fprintf(stderr, "ml_run --chat: %s (--chat-template NAME)\n", err.message);
         return ML_EXIT_USAGE;
     }
-    if ((s = ml_tok_load_or_embedded(&tok, o.tokenizer, m.tokenizer.data, m.tokenizer.len, m.cfg.vocab, &err))) {
-        ml_model_close(&m);
+    if ((s = lml_model_load_tokenizer(m, o.tokenizer, &err))) {
+        lml_model_close(m);
         return fail("loading the tokenizer", s, &err);
     }
-    if ((s = ml_chat_init(&chat, kind, &tok, -1, -1, -1, -1, (size_t)1 << 20, &err))) {
-        ml_tok_free(&tok);
-        ml_model_close(&m);
+    if ((s = lml_chat_open(&chat, m, tmpl, (size_t)1 << 20, &err))) {
+        lml_model_close(m);
         return fail("setting up the chat template", s, &err);
     }
-    chat_state cs = {.m = &m, .tok = &tok, .chat = &chat};
-    cs.max_reply = o.steps > 0 ? (int)o.steps : m.cfg.max_seq;
-    cs.stop[cs.n_stop++] = chat.stop;
-    if (ml_tok_eos(&tok) >= 0 && ml_tok_eos(&tok) != chat.stop) cs.stop[cs.n_stop++] = ml_tok_eos(&tok);
-    if (ml_tok_eot(&tok) >= 0 && ml_tok_eot(&tok) != chat.stop) cs.stop[cs.n_stop++] = ml_tok_eot(&tok);
-    unsigned long long seed = o.seed ? o.seed : (unsigned long long)time(NULL);
-    ml_sampler_init(&cs.smp, m.cfg.vocab, (float)o.temperature, (float)o.topp, seed, m.s.sampler_scratch);
+    lml_model_info info;
+    lml_model_get_info(m, &info);
+    chat_state cs = {.m = m, .context = info.context, .byte_level = info.byte_level};
+    cs.max_reply = o.steps > 0 ? (int)o.steps : info.context;
+    int eot = lml_chat_end_of_turn(chat);
+    cs.stop[cs.n_stop++] = eot;
+    if (info.eos >= 0 && info.eos != eot) cs.stop[cs.n_stop++] = info.eos;
+    if (info.eot >= 0 && info.eot != eot) cs.stop[cs.n_stop++] = info.eot;
+    lml_sampler_options so = {.temperature = (float)o.temperature, .top_p = (float)o.topp, .top_k = (int)o.top_k,
+                              .min_p = (float)o.min_p, .repeat_penalty = (float)o.repeat_penalty,
+                              .repeat_last_n = (int)o.repeat_last_n,
+                              .seed = o.seed ? o.seed : (unsigned long long)time(NULL)};
     rc = ML_EXIT_OK;
-    if ((s = ml_sampler_set_filters(&cs.smp, (int)o.top_k, (float)o.min_p, (float)o.repeat_penalty,
-                                    (int)o.repeat_last_n, m.cfg.max_seq, &err))) {
+    if ((s = lml_sampler_open(&cs.smp, m, &so, &err))) {
         rc = fail("setting up the sampler", s, &err);
         goto done;
     }
     fprintf(stderr, "ml_run --chat: %s build, template %s, context %d tokens; end with Ctrl-D (Ctrl-C stops a reply)\n",
-            ML_ISA_NAME, ml_chat_name(kind), m.cfg.max_seq);
+            lml_build_isa(), lml_chat_name(chat), info.context);
     catch_sigint();
 
     int *buf = NULL;
@@ -253,8 +257,12 @@ int ml_chat_main(int argc, char **argv) {
             printf("\n");
             break;
         }
-        ml_chat_msg um = {ML_CHAT_USER, line};
-        size_t cap = ml_chat_max_tokens(&chat, &um, 1) + (co.system ? ml_tok_max_tokens(&tok, co.system) + 64 : 0);
+        /* The first turn: the start, the system message, the user's; then the previous reply's end (its stop
+         * token was sampled, not fed) and the user's. */
+        lml_chat_message msgs[2] = {{LML_ROLE_SYSTEM, co.system}, {LML_ROLE_USER, line}};
+        int with_system = first && co.system;
+        const lml_chat_message *turn = msgs + !with_system;
+        size_t cap = lml_chat_capacity(chat, turn, 1 + with_system);
         int *bigger = realloc(buf, (cap + 16) * sizeof *buf);
         if (!bigger) {
             free(line);
@@ -263,20 +271,20 @@ int ml_chat_main(int argc, char **argv) {
             break;
         }
         buf = bigger;
-        /* The previous reply's end (its stop token was sampled, not fed), then the turn. */
-        size_t n_end = 0, n_turn = 0;
-        s = first ? ML_OK : ml_chat_render_reply_end(&chat, buf, cap + 16, &n_end, &err);
-        if (!s) s = ml_chat_render_turn(&chat, first, co.system, line, buf + n_end, cap + 16 - n_end, &n_turn, &err);
+        int n_turn = 0;
+        s = lml_chat_render(chat, turn, 1 + with_system,
+                            LML_CHAT_ADD_GENERATION_PROMPT | (first ? 0 : LML_CHAT_AFTER_REPLY), buf, cap + 16, &n_turn,
+                            &err);
         free(line);
         if (s) {
             rc = fail("rendering the turn", s, &err);
             break;
         }
-        size_t n_new = n_end + n_turn;
+        size_t n_new = (size_t)n_turn;
         /* One position must stay free for the reply's first token. */
-        if ((size_t)cs.pos + n_new + 1 > (size_t)m.cfg.max_seq) {
+        if ((size_t)cs.pos + n_new + 1 > (size_t)info.context) {
             fprintf(stderr, "ml_run --chat: context full: this turn needs %zu tokens, %d of %d are left; the chat ends "
-                    "here (start again, or give a larger -c)\n", n_new, m.cfg.max_seq - cs.pos, m.cfg.max_seq);
+                    "here (start again, or give a larger -c)\n", n_new, info.context - cs.pos, info.context);
             rc = ML_EXIT_FAIL;
             break;
         }
@@ -295,15 +303,15 @@ int ml_chat_main(int argc, char **argv) {
         if (interrupted) fprintf(stderr, "[reply stopped after %d tokens]\n", cs.n_reply);
         if (full) {
             fprintf(stderr, "ml_run --chat: context full (%d tokens): the reply was cut there and the chat ends "
-                    "(start again, or give a larger -c)\n", m.cfg.max_seq);
+                    "(start again, or give a larger -c)\n", info.context);
             rc = ML_EXIT_FAIL;
             break;
         }
     }
     free(buf);
 done:
-    ml_chat_free(&chat);
-    ml_tok_free(&tok);
-    ml_model_close(&m);
+    lml_sampler_close(cs.smp);
+    lml_chat_close(chat);
+    lml_model_close(m);
     return rc;
 }

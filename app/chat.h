@@ -1,5 +1,5 @@
 /* ml_run --chat: an interactive multi-turn chat on stdin/stdout through a
- * chat template (model/chat.h), the KV cache kept across turns. */
+ * chat template (lml_chat_*, include/legacy_ml.h), the KV cache kept across turns. */
 #ifndef ML_APP_CHAT_H
 #define ML_APP_CHAT_H
 

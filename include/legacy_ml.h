@@ -220,6 +220,35 @@ typedef struct {
  * seed 0 (give your own). */
 LML_API lml_sampler_options lml_sampler_defaults(void);
 
+/* A sampler of one's own, for a program that runs the model with lml_eval
+ * and picks the tokens itself (a chat that keeps its cache across turns):
+ * lml_generate's sampling code and RNG, so the same options, the same
+ * tokens accepted and the same logits give the same draws.
+ *
+ *   lml_sampler *s;
+ *   lml_sampler_open(&s, m, &so, &e);         (so.seed: the draws' seed)
+ *   lml_eval(m, ids, n, pos, NULL, NULL, &e);
+ *   for (i = 0; i < n; i++) lml_sampler_accept(s, ids[i]);
+ *   int next = lml_sample(s, lml_logits(m)); (accept it when it is run)
+ *   lml_sampler_close(s);
+ *
+ * One thread at a time; it does not hold the model. */
+typedef struct lml_sampler lml_sampler;
+
+/* A sampler for m's vocab and context; opts NULL: lml_sampler_defaults().
+ * Bad options: LML_E_ARG (lml_generate's rules). Allocates (the handle, its
+ * scratch); sampling does not. *out is NULL on failure. */
+LML_API lml_status lml_sampler_open(lml_sampler **out, const lml_model *m, const lml_sampler_options *opts,
+                                    lml_error *err);
+/* NULL is fine. */
+LML_API void lml_sampler_close(lml_sampler *s);
+/* Record a token of the text, in order (the prompt's, then each sampled one
+ * that is run): the repeat penalty's window. */
+LML_API void lml_sampler_accept(lml_sampler *s, int token);
+/* The next token for logits (vocab floats, e.g. lml_logits(m); left as they
+ * are); -1 for a NULL argument. It is not accepted. */
+LML_API int lml_sample(lml_sampler *s, const float *logits);
+
 typedef struct {
     /* Each token after the first, with its piece (lml_token_piece of it
      * after the one before): first the prompt's own tokens (once the prompt
@@ -306,6 +335,11 @@ LML_API const char *lml_chat_template_names(void);
  * is NULL on failure. */
 LML_API lml_status lml_chat_open(lml_chat **out, const lml_model *m, const char *name, size_t max_text,
                                  lml_error *err);
+/* The template lml_chat_open(m, name) would take, without opening it (its
+ * name in *chosen when chosen is not NULL), and its refusals of name or of
+ * the model's own template; m needs no tokenizer, and may be NULL when name
+ * is given (the name alone is checked). */
+LML_API lml_status lml_chat_choose(const lml_model *m, const char *name, const char **chosen, lml_error *err);
 /* NULL is fine. */
 LML_API void lml_chat_close(lml_chat *c);
 /* The template's name ("chatml"); NULL for NULL. */
@@ -316,6 +350,11 @@ LML_API int lml_chat_end_of_turn(const lml_chat *c);
 
 /* flags of lml_chat_render (other bits: LML_E_ARG) */
 #define LML_CHAT_ADD_GENERATION_PROMPT 1 /* end with the assistant's header: the reply follows */
+/* A terminal chat's next turn, after an assistant's reply sampled up to
+ * lml_chat_end_of_turn and run without it: what closes that reply (its end
+ * of turn first), then msgs without the conversation's start (BOS); msgs:
+ * one user message. With LML_CHAT_ADD_GENERATION_PROMPT. */
+#define LML_CHAT_AFTER_REPLY 2
 
 /* Entries the tokens buffer of lml_chat_render needs for msgs[0..n) (an
  * upper bound, the encoder's workspace included); 0 for a NULL argument. */

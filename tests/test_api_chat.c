@@ -38,6 +38,15 @@ static void test_open(lml_model *m, lml_model *bare) {
     CHECK(lml_chat_open(&c, bare, "zephyr", 0, &err) == LML_E_ARG && !c, "a model without tokenizer: %s",
           err.message);
     CHECK(lml_chat_open(NULL, m, "zephyr", 0, &err) == LML_E_ARG, "a NULL handle place");
+    const char *chosen = "x";
+    CHECK(lml_chat_choose(NULL, "vicuna", &chosen, &err) == LML_E_ARG && !chosen &&
+              strstr(err.message, "chatml, llama3, zephyr, llama2"),
+          "choose: an unknown name, no model: %s", err.message);
+    CHECK(lml_chat_choose(bare, NULL, &chosen, &err) == LML_E_ARG && !chosen && strstr(err.message, "zephyr"),
+          "choose: no name and no template in the model: %s", err.message);
+    CHECK(lml_chat_choose(bare, "llama2", &chosen, &err) == LML_OK && chosen && !strcmp(chosen, "llama2") &&
+              lml_chat_choose(NULL, "chatml", NULL, &err) == LML_OK && lml_chat_choose(NULL, NULL, &chosen, &err),
+          "choose: by name without a tokenizer; NULL model and name refused");
     for (int k = 2; k < 4; k++) {
         const char *name = k == 2 ? "zephyr" : "llama2";
         CHECK(lml_chat_open(&c, m, name, 0, &err) == LML_OK && c && !err.message[0], "%s opens: %s", name,
@@ -84,6 +93,29 @@ static void test_render(lml_model *m, const char *tpath) {
         ml_tok_free(&t);
     }
     CHECK(nr == (size_t)n && !memcmp(ids, ref, sizeof *ids * nr), "the ids are model/chat.c's (%d vs %zu)", n, nr);
+    /* A turn after a reply: the reply's end and the user's turn, each rendered apart (model/chat.c's parts). */
+    size_t nt = 0, ne = 0;
+    if (ml_tok_load(&t, tpath, 512, &e) == ML_OK) {
+        if (ml_chat_init(&mc, ML_CHAT_ZEPHYR, &t, -1, -1, -1, -1, 256, &e) == ML_OK) {
+            CHECK(ml_chat_render_reply_end(&mc, ref, CAP, &ne, &e) == ML_OK &&
+                      ml_chat_render_turn(&mc, 0, NULL, "More", ref + ne, CAP - ne, &nt, &e) == ML_OK,
+                  "reference turn: %s", e.msg);
+            ml_chat_free(&mc);
+        }
+        ml_tok_free(&t);
+    }
+    static int turn[CAP];
+    int na = -1;
+    CHECK(lml_chat_render(c, msgs + 3, 1, LML_CHAT_ADD_GENERATION_PROMPT | LML_CHAT_AFTER_REPLY, turn, CAP, &na,
+                          &err) == LML_OK &&
+              (size_t)na == ne + nt && ne > 0 && turn[0] == LML_TOKEN_EOS && !memcmp(turn, ref, sizeof *ids * (ne + nt)),
+          "LML_CHAT_AFTER_REPLY: the reply's end (EOS first), then the turn: %d ids vs %zu", na, ne + nt);
+    CHECK(lml_chat_render(c, msgs, 2, LML_CHAT_ADD_GENERATION_PROMPT | LML_CHAT_AFTER_REPLY, turn, CAP, &na, &err) ==
+                  LML_E_ARG && na == 0 &&
+              lml_chat_render(c, msgs + 3, 1, LML_CHAT_AFTER_REPLY, turn, CAP, &na, &err) == LML_E_ARG &&
+              lml_chat_render(c, msgs + 2, 1, LML_CHAT_ADD_GENERATION_PROMPT | LML_CHAT_AFTER_REPLY, turn, CAP, &na,
+                              &err) == LML_E_ARG,
+          "LML_CHAT_AFTER_REPLY: two messages, no generation prompt or an assistant's message refused: %s", err.message);
     /* BOS first; one EOS by id after each of the four messages, none from the text "</s>". */
     CHECK(ids[0] == LML_TOKEN_BOS && count(ids, n, LML_TOKEN_EOS) == 4, "BOS first, %d EOS by id (expected 4)",
           count(ids, n, LML_TOKEN_EOS));
@@ -98,7 +130,7 @@ static void test_render(lml_model *m, const char *tpath) {
     lml_chat_message long_msg[] = {{LML_ROLE_USER, big ? big : ""}};
     struct { const char *what; const lml_chat_message *msgs; int n, flags; size_t cap; } bad[] = {
         {"a bad role", bad_role, 1, 0, CAP},       {"a NULL content", no_text, 1, 0, CAP},
-        {"unknown flags", msgs, 2, 2, CAP},        {"too little room", msgs, 4, 1, 8},
+        {"unknown flags", msgs, 2, 8, CAP},        {"too little room", msgs, 4, 1, 8},
         {"n < 0", msgs, -1, 0, CAP},               {"a message beyond max_text", long_msg, 1, 0, CAP},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -115,10 +147,11 @@ static void test_render(lml_model *m, const char *tpath) {
 
 /* ---- tokens and stop tokens ----------------------------------------------------------- */
 
-typedef struct { int generating, n, first; } gen_count;
+typedef struct { int generating, n, first, ids[64]; } gen_count; /* the sampled tokens (the first 64) */
 static int on_token(void *ud, int token, const char *piece, size_t len) {
     gen_count *g = ud;
     (void)piece, (void)len;
+    if (g->generating && g->n < 64) g->ids[g->n] = token;
     if (g->generating && !g->n++) g->first = token;
     return 0;
 }
@@ -164,6 +197,62 @@ static void test_tokens(lml_model *m) {
     GROUP_DONE("lml_token_text, lml_tokenize_special, lml_model_set_stop_tokens", f0);
 }
 
+/* ---- the sampler: lml_generate's draws, token by token over lml_eval ------------------ */
+
+static void test_sampler(lml_model *m) {
+    int f0 = tl_failed;
+    lml_error err = {{0}};
+    int a[64], na = 0;
+    CHECK(lml_tokenize(m, "Once upon a time", 1, a, 64, &na, &err) == LML_OK, "tokenize: %s", err.message);
+    int stop = 511; /* a token of the vocab that ends nothing here: run to steps */
+    CHECK(lml_model_set_stop_tokens(m, &stop, 1, &err) == LML_OK, "stop: %s", err.message);
+    for (int k = 0; k < 3; k++) {
+        lml_sampler_options so = lml_sampler_defaults();
+        so.seed = 42 + (unsigned)k;
+        so.temperature = k == 0 ? 0.0f : 1.2f;
+        so.repeat_penalty = k == 2 ? 1.3f : 1.0f;
+        so.top_k = k == 2 ? 40 : 0;
+        gen_count g = {0};
+        lml_callbacks cb = {.on_token = on_token, .on_prompt_done = on_prompt_done, .ud = &g};
+        int steps = na + 24;
+        CHECK(lml_generate(m, a, na, steps, &so, &cb, NULL, &err) == LML_OK && g.n > 0, "generate %d: %s", k,
+              err.message);
+        lml_sampler *s = NULL;
+        CHECK(lml_sampler_open(&s, m, &so, &err) == LML_OK && s, "open %d: %s", k, err.message);
+        if (!s) continue;
+        int ids[64], n = 0, pos = na, same = lml_eval(m, a, na, 0, NULL, NULL, &err) == LML_OK;
+        for (int i = 0; i < na; i++) lml_sampler_accept(s, a[i]);
+        while (same && n < 64) { /* the token after the last position is sampled too, not run */
+            int t = lml_sample(s, lml_logits(m));
+            if (t == stop) break;
+            ids[n++] = t;
+            if (pos >= steps) break;
+            lml_sampler_accept(s, t);
+            same = lml_eval(m, &t, 1, pos++, NULL, NULL, &err) == LML_OK;
+        }
+        CHECK(same && n == g.n && !memcmp(ids, g.ids, sizeof *ids * (size_t)n),
+              "setting %d: lml_sample's %d tokens are lml_generate's %d", k, n, g.n);
+        lml_sampler_close(s);
+    }
+    CHECK(lml_model_set_stop_tokens(m, NULL, 0, &err) == LML_OK, "the default stop tokens: %s", err.message);
+    lml_sampler *s = (lml_sampler *)&err;
+    lml_sampler_options bad = lml_sampler_defaults();
+    bad.top_p = 1.5f;
+    CHECK(lml_sampler_open(&s, m, &bad, &err) == LML_E_ARG && !s && strstr(err.message, "top_p"),
+          "a bad top_p is refused: %s", err.message);
+    bad = lml_sampler_defaults();
+    bad.repeat_penalty = 0.0f;
+    CHECK(lml_sampler_open(&s, m, &bad, &err) == LML_E_ARG && !s, "a zero penalty is refused: %s", err.message);
+    CHECK(lml_sampler_open(&s, NULL, NULL, &err) == LML_E_ARG && !s && lml_sampler_open(NULL, m, NULL, &err),
+          "NULL model or handle place");
+    CHECK(lml_sampler_open(&s, m, NULL, &err) == LML_OK && s && lml_sample(s, NULL) == -1 && lml_sample(NULL, lml_logits(m)) == -1,
+          "the defaults open; NULL logits or sampler: -1");
+    lml_sampler_accept(NULL, 1);
+    lml_sampler_close(s);
+    lml_sampler_close(NULL);
+    GROUP_DONE("lml_sampler: lml_generate's draws (greedy, seeded, penalty) token by token; bad options refused", f0);
+}
+
 int ml_main(int argc, char **argv) {
     (void)argc, (void)argv;
     const char *models = getenv("MODELS") && *getenv("MODELS") ? getenv("MODELS") : "../shared/models";
@@ -189,6 +278,7 @@ int ml_main(int argc, char **argv) {
         test_open(m, bare);
         test_render(m, tpath);
         test_tokens(m);
+        test_sampler(m);
     }
     lml_model_close(m);
     lml_model_close(bare);

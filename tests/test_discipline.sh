@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 
 # The load-time allocations: arena, read fallback, thread pool, tokenizers,
 # the speculation context (sized once at set-up), the library's handles
-# (api/: a model's and a chat's, at open); the GGUF reader and
+# (api/: a model's, a chat's and a sampler's, at open); the GGUF reader and
 # converter (model/gguf*.c: before a load, converting ml_run -m X.gguf);
 # core/mem.c is the aligned allocator the first two call (its own callers
 # are checked like any allocation: ml_aligned_alloc is in ALLOC_RE; "-" is
@@ -42,6 +42,7 @@ model/gguf_mlb.c:write_body
 model/chat.c:ml_chat_init
 api/api.c:ml_api_open
 api/chat.c:lml_chat_open
+api/sampler.c:lml_sampler_open
 "
 LIB_DIRS="core model ops kernels config api"
 PRINT_RE='exit|_Exit|_exit|quick_exit|abort|assert|printf|fprintf|vprintf|vfprintf|dprintf|puts|fputs|putchar|perror'

@@ -14,7 +14,9 @@
 #             model/, api/, include/ and config/ml_config.h (the ISA's name);
 #   app/      the programs (app/ml_NAME.c) are built on that API: they include
 #             no model/, ops/ or kernels/ header (app/'s own helpers, core/'s
-#             platform parts and include/legacy_ml.h are theirs to use).
+#             platform parts and include/legacy_ml.h are theirs to use); so
+#             are the parts only ml_run uses (app/chat.c: --chat, run_text.c,
+#             run_spec.c).
 # Each rule is one counted check over every .c/.h of its folder (quoted
 # includes; identifiers outside comments and strings), and each is shown to
 # fail on a tree that breaks it.
@@ -69,6 +71,9 @@ rule_api() {
 rule_app_programs() {
     includes "$1" app | grep -E '^app/ml_[^/:]*\.c:(model|ops|kernels)/'
 }
+rule_app_run_parts() {
+    includes "$1" app | grep -E '^app/(chat|run_text|run_spec)\.[ch]:(model|ops|kernels)/'
+}
 
 # name | what it asserts | a file and line that break it (for the self-test)
 RULES="
@@ -80,6 +85,7 @@ model_includes|model/ includes only core/, ops/ and model/ (no kernels/, no conf
 model_kernels|model/ calls no ml_k_* (every kernel through ops/)|model/x.c|void f(float *x) { ml_k_softmax(x, 4); }
 api|api/ includes only core/, model/, api/, include/ and config/ml_config.h|api/x.c|#include \"ops/ops.h\"
 app_programs|the programs app/ml_*.c include no model/, ops/ or kernels/ header (include/legacy_ml.h)|app/ml_x.c|#include \"model/tok.h\"
+app_run_parts|ml_run's parts app/chat.c, run_text.c, run_spec.c include no model/, ops/ or kernels/ header|app/chat.c|#include \"model/chat.h\"
 "
 rule_names=$(awk -F'|' 'NF { print $1 }' <<<"$RULES")
 
