@@ -16,8 +16,9 @@ Matrices are quantized to Q8_0 (default) or Q4_0; norms stay F32. GGUF
 Q8_0/Q4_0 tensors of the output's type are copied block for block (with
 --scales f16, bit for bit: fp16 block scales as GGUF's, .mlb version 2;
 --scales f32 widens them exactly). The default, --scales auto, is f16 for a
-GGUF file that has Q8_0/Q4_0 tensors (unless --mlb-version 1) and f32 for
-every other input, whose output it leaves as it was. Errors go
+GGUF file that has Q8_0/Q4_0 tensors of the output's type (unless
+--mlb-version 1) and f32 for every other input, whose output it leaves as it
+was. Errors go
 to stderr as "convert: error: ..." with exit code 1, and leave every file
 as it was: outputs are written to temporaries and renamed into place only
 when both are complete (tools/outfile.py), an output that is the input is
@@ -660,9 +661,11 @@ def convert(inp, out, wtype_name, tok_out=None, asked_version=None, with_tokeniz
               "exact since silu(0)*0 = 0)")
     check_config(c, inp, h["wtype"])
     if scales == "auto":
-        # fp16 where it is lossless: a GGUF's Q8_0/Q4_0 blocks keep their
-        # own scales bit for bit (model/gguf_mlb.c follows the same rule).
-        scales = "f16" if getattr(src, "has_blocks", False) and asked_version != 1 else "f32"
+        # fp16 where it is lossless: a GGUF's Q8_0/Q4_0 blocks of the output's
+        # type keep their own scales bit for bit (model/gguf_mlb.c, which
+        # writes the default wtype, follows the same rule).
+        copied = h["wtype"] in getattr(src, "block_wtypes", ())
+        scales = "f16" if copied and asked_version != 1 else "f32"
     if scales == "f16":
         if asked_version == 1:
             raise ConvertError("--scales f16 needs .mlb version 2 (--mlb-version 1 has fp32 scales only)")
@@ -733,7 +736,8 @@ def main(argv=None):
     ap.add_argument("--scales", choices=("auto", "f16", "f32"), default="auto",
                     help="block scale type: f16 (.mlb version 2; a GGUF Q8_0/Q4_0 matrix is copied "
                     "bit for bit, and the file is GGUF's size), f32 (any version) or auto (default: "
-                    "f16 for a GGUF file with Q8_0/Q4_0 tensors, unless --mlb-version 1; else f32)")
+                    "f16 for a GGUF file with Q8_0/Q4_0 tensors of the output's type, unless "
+                    "--mlb-version 1; else f32)")
     ap.add_argument("--no-tokenizer", action="store_true",
                     help="do not read, write or embed the input's tokenizer")
     args = ap.parse_args(argv)
