@@ -33,7 +33,7 @@
 #define MAX_SEQ (1u << 20)
 #define MAX_PIECE 1024
 /* Bumped when this converter's output changes: cached files of an older one are not reused. */
-#define CONVERTER_VERSION "gguf_mlb 1"
+#define CONVERTER_VERSION "gguf_mlb 2"
 
 static const char *const CONVERT_HINT = "; tools/convert.py converts it (python3 tools/convert.py X.gguf X.mlb)";
 
@@ -215,13 +215,16 @@ static void gguf_name(char *buf, size_t cap, const ml_mlb_array *a) {
     else snprintf(buf, cap, "%s.weight", stem ? stem : a->t->name);
 }
 
-/* The output type: Q4_0 when the file has Q4_0 tensors and no Q8_0 ones. */
-static uint32_t native_wtype(const ml_gguf *g) {
+/* The output type: Q4_0 when the file has Q4_0 tensors and no Q8_0 ones.
+ * The scale type (convert.py --scales auto): F16 when it has either, whose
+ * blocks then copy bit for bit; F32 for a float-only file. */
+static uint32_t native_wtype(const ml_gguf *g, uint32_t *stype) {
     int q4 = 0, q8 = 0;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         q4 |= g->t[i].type == ML_GGML_Q4_0;
         q8 |= g->t[i].type == ML_GGML_Q8_0;
     }
+    *stype = q4 || q8 ? ML_MLB_STYPE_F16 : ML_MLB_STYPE_F32;
     return q4 && !q8 ? ML_TYPE_Q4_0 : ML_TYPE_Q8_0;
 }
 
@@ -243,7 +246,7 @@ static ml_status check_tensors(conv *c, ml_err *err) {
     if (ml_gguf_tensor_find(g, "rope_freqs.weight"))
         return ml_errf(err, ML_E_FORMAT, "%s: rope_freqs.weight (Llama 3 rope scaling) is not supported by the C "
                        "converter%s", c->path, CONVERT_HINT);
-    c->h.wtype = native_wtype(g);
+    c->h.wtype = native_wtype(g, &c->h.stype);
     unsigned char *used = calloc(g->n_tensors ? (size_t)g->n_tensors : 1, 1);
     if (!used) return ml_errf(err, ML_E_NOMEM, "out of memory");
     ml_status s = ML_OK;
@@ -678,27 +681,48 @@ static void row_floats(const ml_gguf_tensor *t, uint64_t r, uint32_t cols, float
     }
 }
 
-/* tools/mlb.py quantize_q8_0: d = amax/127, q = trunc(x*(127/amax) + copysign(0.5, x)). */
-static void quantize_q8_block(const float *x, int8_t *q, float *d) {
+/* tools/mlb.py _f16_scales: *d rounded to fp16 (*d16; to nearest, ties to
+ * even, -0 kept), and 1/d16 (0 when d16 is a zero). 0: it overflows fp16. */
+static int f16_scale(float d, uint16_t *d16, float *inv) {
+    *d16 = ml_f32_to_f16(d);
+    float w = ml_f16_to_f32(*d16);
+    *inv = w != 0.0f ? 1.0f / w : 0.0f;
+    return isfinite(w);
+}
+
+/* tools/mlb.py quantize_q8_0: d = amax/127, q = trunc(x*(127/amax) + copysign(0.5, x));
+ * d16 non-NULL (quantize_q8_0(f16=True)): d rounded to fp16 into *d16, q from
+ * 1/d16. 0: the scale overflows fp16. */
+static int quantize_q8_block(const float *x, int8_t *q, float *d, uint16_t *d16) {
     float amax = 0.0f;
     for (int j = 0; j < ML_QK; j++) amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
-    *d = amax / 127.0f;
     float inv = amax != 0.0f ? 127.0f / amax : 0.0f;
+    if (d16) {
+        if (!f16_scale(amax / 127.0f, d16, &inv)) return 0;
+    } else {
+        *d = amax / 127.0f;
+    }
     for (int j = 0; j < ML_QK; j++) {
         float p = x[j] * inv;
         float v = truncf(p + copysignf(0.5f, x[j]));
         q[j] = (int8_t)(isnan(v) ? 0 : v > 127.0f ? 127 : v < -127.0f ? -127 : (int)v);
     }
+    return 1;
 }
 
 /* tools/mlb.py quantize_q4_0: m the first element of largest |x|, d = m/-8,
- * q = min(15, trunc(x/d + 8.5)); byte j holds elements j (low) and 16+j. */
-static void quantize_q4_block(const float *x, uint8_t *q, float *d) {
+ * q = min(15, trunc(x/d + 8.5)); byte j holds elements j (low) and 16+j.
+ * d16 non-NULL: as quantize_q8_block. */
+static int quantize_q4_block(const float *x, uint8_t *q, float *d, uint16_t *d16) {
     float m = x[0];
     for (int j = 1; j < ML_QK; j++)
         if (fabsf(x[j]) > fabsf(m)) m = x[j];
-    *d = m == 0.0f ? 0.0f : m / -8.0f;
-    float inv = *d != 0.0f ? 1.0f / *d : 0.0f;
+    float s = m == 0.0f ? 0.0f : m / -8.0f, inv = s != 0.0f ? 1.0f / s : 0.0f;
+    if (d16) {
+        if (!f16_scale(s, d16, &inv)) return 0;
+    } else {
+        *d = s;
+    }
     uint8_t nib[ML_QK];
     for (int j = 0; j < ML_QK; j++) {
         float p = x[j] * inv;
@@ -706,11 +730,13 @@ static void quantize_q4_block(const float *x, uint8_t *q, float *d) {
         nib[j] = (uint8_t)(isnan(v) ? 8 : v > 15.0f ? 15 : v < 0.0f ? 0 : (int)v);
     }
     for (int j = 0; j < ML_QK / 2; j++) q[j] = (uint8_t)(nib[j] | nib[j + 16] << 4);
+    return 1;
 }
 
-/* One matrix in the file's wtype: q (quant bytes) and d (rows*cols/32 floats). */
+/* One matrix in the file's wtype: q (quant bytes) and its rows*cols/32 scales,
+ * d (float) or, for stype F16, d16 (IEEE half bits). */
 static ml_status matrix(conv *c, const ml_gguf_tensor *t, const char *name, const ml_mlb_array *a,
-                        unsigned char *q, float *d, float *row, ml_err *err) {
+                        unsigned char *q, float *d, uint16_t *d16, float *row, ml_err *err) {
     uint32_t rows = a->rows, cols = a->cols, src_rows, src_cols;
     src_dims(c, a, &src_rows, &src_cols);
     uint32_t nb = cols / ML_QK, wt = c->h.wtype;
@@ -720,7 +746,7 @@ static ml_status matrix(conv *c, const ml_gguf_tensor *t, const char *name, cons
         if (r >= src_rows || src_cols < cols) { /* the zero padding, quantized like any row */
             memset(row, 0, (size_t)cols * sizeof *row);
             if (r < src_rows) row_floats(t, r, src_cols, row);
-        } else if (copy) { /* block for block: the fp16 scale widened exactly */
+        } else if (copy) { /* block for block: the fp16 scale kept, or widened exactly */
             for (uint32_t b = 0; b < nb; b++) {
                 const unsigned char *blk = t->data + (src_row(c, a, r) * nb + b) * gb;
                 float s = half_to_float(rd16(blk));
@@ -733,7 +759,8 @@ static ml_status matrix(conv *c, const ml_gguf_tensor *t, const char *name, cons
                             return ml_errf(err, ML_E_FORMAT, "%s: tensor %s: row %llu block %u: Q8_0 quant -128; the "
                                            "runtime's Q8_0 quants are -127..127 (symmetric)", c->path, name,
                                            (unsigned long long)r, b);
-                d[r * nb + b] = s;
+                if (d16) d16[r * nb + b] = rd16(blk);
+                else d[r * nb + b] = s;
                 memcpy(q + (r * nb + b) * qb, blk + 2, qb);
             }
             continue;
@@ -745,8 +772,12 @@ static ml_status matrix(conv *c, const ml_gguf_tensor *t, const char *name, cons
                 return ml_errf(err, ML_E_FORMAT, "%s: tensor %s contains NaN or Inf (row %llu column %u)", c->path,
                                name, (unsigned long long)r, j);
         for (uint32_t b = 0; b < nb; b++) {
-            if (wt == ML_TYPE_Q8_0) quantize_q8_block(row + b * ML_QK, (int8_t *)q + (r * nb + b) * qb, &d[r * nb + b]);
-            else quantize_q4_block(row + b * ML_QK, q + (r * nb + b) * qb, &d[r * nb + b]);
+            uint64_t i = r * nb + b;
+            int ok = wt == ML_TYPE_Q8_0 ? quantize_q8_block(row + b * ML_QK, (int8_t *)q + i * qb, &d[i], d16 ? &d16[i] : NULL)
+                                        : quantize_q4_block(row + b * ML_QK, q + i * qb, &d[i], d16 ? &d16[i] : NULL);
+            if (!ok)
+                return ml_errf(err, ML_E_FORMAT, "%s: tensor %s: row %llu block %u: its scale overflows fp16 (max "
+                               "65504); tools/convert.py --scales f32 converts it", c->path, name, (unsigned long long)r, b);
         }
     }
     return ML_OK;
@@ -807,7 +838,7 @@ static ml_status write_body(conv *c, FILE *f, ml_err *err) {
             }
             if (!s) s = put(f, &at, a.off, row, (size_t)a.bytes, err);
         } else if (a.part == ML_MLB_QUANTS) {
-            s = matrix(c, t, name, &a, q, d, row, err);
+            s = matrix(c, t, name, &a, q, d, ml_mlb_stype(h) == ML_MLB_STYPE_F16 ? (uint16_t *)(void *)d : NULL, row, err);
             if (!s) s = put(f, &at, a.off, q, (size_t)a.bytes, err);
         } else {
             s = put(f, &at, a.off, d, (size_t)a.bytes, err);

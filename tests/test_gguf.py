@@ -169,8 +169,8 @@ def stories(rep, tmp):
 
     mlbs = {}
     for qt, wt, args in (("Q8_0", Q8, ()), ("Q4_0", Q4, ())):
-        with rep.group(f"stories260K {qt} GGUF: blocks imported losslessly (d widened from "
-                       "fp16, same quants and nibble order), default wtype follows the file") as g:
+        with rep.group(f"stories260K {qt} GGUF: blocks imported losslessly (fp16 d kept by "
+                       "the default --scales auto, same quants and nibble order), default wtype follows the file") as g:
             out = os.path.join(tmp, f"s260_{qt}.mlb")
             rc, so, se = convert(os.path.join(tmp, f"s260_{qt}.gguf"), out, *args)
             if not g.check(rc == 0, f"exit {rc}: {se[-300:]}"):
@@ -200,6 +200,7 @@ def stories(rep, tmp):
                     "no RMSE table against the GGUF's values")
 
     f16_scales(rep, tmp, files)
+    auto_scales(rep, tmp)
 
     for qt in ("Q8_0", "Q4_1", "Q5_0", "Q5_1"):
         with rep.group(f"stories260K {qt} GGUF --wtype q4_0: dequantized and re-quantized "
@@ -303,6 +304,39 @@ def f16_scales(rep, tmp, files):
             if len(logits) == 2:
                 g.check(len(logits[0]) >= 4 * 512 * 10, f"only {len(logits[0])} bytes of logits")
                 g.check(logits[0] == logits[1], "fp16-scale logits differ from the fp32-scale ones")
+
+
+def auto_scales(rep, tmp):
+    """--scales auto, the default: fp16 for a GGUF with Q8_0/Q4_0 tensors of
+    the output's type (the bytes of --scales f16), unless --mlb-version 1;
+    fp32 for one converted to the other type (re-quantized), a
+    float-only GGUF, a llama2.c checkpoint and a Hugging Face folder (the
+    bytes of --scales f32: those outputs do not move)."""
+    hf = os.path.join(os.path.dirname(S260), "stories260K-hf")
+    cases = [("Q8_0 GGUF", os.path.join(tmp, "s260_Q8_0.gguf"), (), "f16"),
+             ("Q4_0 GGUF", os.path.join(tmp, "s260_Q4_0.gguf"), (), "f16"),
+             ("Q8_0 GGUF --mlb-version 1", os.path.join(tmp, "s260_Q8_0.gguf"), ("--mlb-version", "1"), "f32"),
+             ("Q8_0 GGUF --wtype q4_0 (nothing copied)", os.path.join(tmp, "s260_Q8_0.gguf"),
+              ("--wtype", "q4_0"), "f32"),
+             ("F32 GGUF", os.path.join(tmp, "s260_F32.gguf"), (), "f32"),
+             ("F16 GGUF --wtype q4_0", os.path.join(tmp, "s260_F16.gguf"), ("--wtype", "q4_0"), "f32"),
+             ("llama2.c checkpoint", os.path.join(S260, "stories260K.bin"), (), "f32"),
+             ("Hugging Face folder", hf, (), "f32")]
+    for label, src, args, want in cases:
+        with rep.group(f"stories260K {label}: the default scales are {want}, the bytes of --scales {want}") as g:
+            if not g.check(os.path.exists(src), f"{src} is absent"):
+                continue
+            a, b = os.path.join(tmp, "auto.mlb"), os.path.join(tmp, f"explicit_{want}.mlb")
+            rc, so, se = run(CONVERT, src, a, *args)
+            rc2, _, se2 = run(CONVERT, src, b, *args, "--scales", want)
+            if not g.check(rc == 0 and rc2 == 0, f"exit {rc}/{rc2}: {(se + se2)[-300:]}"):
+                continue
+            g.check(f"{'fp16' if want == 'f16' else 'fp32'} block scales" in so,
+                    f"the report names another scale type: {so[-300:]}")
+            g.check(open(a, "rb").read() == open(b, "rb").read(), f"the default differs from --scales {want}")
+            h, _ = mlb.read_mlb(a)
+            g.check(h.get("stype", 0) == (mlb.STYPE_F16 if want == "f16" else mlb.STYPE_F32),
+                    f"stype {h.get('stype')}")
 
 
 # ======================================================== K-quants
@@ -553,7 +587,7 @@ def run_all(rep, tmp):
         stories(rep, tmp)
     else:
         rep.skip("stories260K GGUF imports (F32/F16/BF16/Q8_0/Q4_0/..., tokenizer, ml_run "
-                 "logits)", f"models folder {S260} absent", n=12)
+                 "logits)", f"models folder {S260} absent", n=20)
     kquants(rep, tmp)
     refusals(rep, tmp)
     without_package(rep, tmp)

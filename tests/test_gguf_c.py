@@ -60,6 +60,26 @@ def stories(rep, tmp, cache):
             path = os.path.join(tmp, f"s260_{qt}.gguf")
             tg.write_gguf(path, meta, tg.llama_tensors(w, qt))
             same_as_python(g, qt, path, cache, tmp)
+    # Quantized and float matrices in one file: fp16 block scales (--scales
+    # auto), the copied blocks keep theirs, the others are quantized with the
+    # scale rounded to fp16 first. The F32 embedding's first rows hold blocks
+    # whose fp16 scale is -0 (Q4_0: +1e-9 / -8), a subnormal, a tie to even
+    # (down and up) and zero blocks (+0 and -0 values).
+    emb = w["tok_emb"].copy()
+    emb[0, :32], emb[0, 32:] = 1e-9, 0.0
+    emb[1, :32], emb[1, 32:] = 0.01, 0.01
+    emb[1, 0], emb[1, 32] = -8 * (1 + 2.0 ** -11), -8 * (1 + 3 * 2.0 ** -11)
+    emb[2, :32], emb[2, 32:] = np.linspace(-1e-5, 0.9e-5, 32), -0.0
+    for label, q8 in (("Q4_0 + F32 embedding", None), ("Q4_0 + F32 embedding + a Q8_0 wq", "blk.0.attn_q.weight")):
+        with rep.group(f"stories260K {label} GGUF (ffn_down F16, padded): the C conversion == convert.py, "
+                       "byte for byte") as g:
+            path = os.path.join(tmp, f"s260_mix{1 if q8 else 0}.gguf")
+            t = tg.llama_tensors(w, "Q4_0")
+            t["token_embd.weight"] = emb
+            if q8:
+                t[q8] = tg.encode(tg.decoded(t[q8]).reshape(-1, 64), "Q8_0")
+            tg.write_gguf(path, meta, t)
+            same_as_python(g, label, path, cache, tmp)
 
 
 def small(rep, tmp, cache):
@@ -198,7 +218,7 @@ def run_all(rep, tmp):
     if os.path.exists(os.path.join(tg.S260, "stories260K.bin")):
         stories(rep, tmp, cache)
     else:
-        rep.skip("stories260K GGUFs", f"{tg.S260} is absent", 5)
+        rep.skip("stories260K GGUFs", f"{tg.S260} is absent", 7)
     small(rep, tmp, cache)
     families(rep, tmp, cache)
     bpe(rep, tmp, cache)

@@ -3,7 +3,8 @@
 # first run converts the GGUF into the cache folder and says so, the cached
 # .mlb has the bytes tools/convert.py writes for it (SHA-256 below, of the
 # fuzz seeds fuzz/corpus/gguf/: dim 32; Llama Q8_0 and Q4_0 with the FFN padded
-# from 48; Qwen2 Q4_0 with biases and a byte-level BPE vocabulary),
+# from 48 (ffn_down F16, quantized; the rest copied); Qwen2 Q4_0 with biases and
+# a byte-level BPE vocabulary; all fp16 block scales, convert.py's --scales auto),
 # later runs map it silently with the same output, a changed GGUF is converted
 # again, ML_CACHE_DIR / XDG_CACHE_HOME / HOME pick the folder, ml_tokenize and
 # ml_perplexity take the GGUF too, and a damaged GGUF or an unwritable cache
@@ -16,9 +17,9 @@ need_exe "$BUILD/ml_run"
 scratch
 RUN() { $RUNNER "$BUILD/ml_run" "$@"; }
 declare -A WANT=(
-    [q8_0]=617fc40fbe63cf1b8c690e409b2813534199e076d6c1113e0206f4c273283396
-    [q4_0]=71c7184e92bada6f72268965b6d7061882be440d471668af2f79aa0a638cdaeb
-    [qwen2_bpe_q4_0]=bffdcc00f7022164b771f37c1a78e27f943e68f6877e314bcfb8ecc393a90c0c
+    [q8_0]=fd7572a77d2ef24cc4e63a2ad1b8bc5c333fe3b25447c4a7b9401227b49fcd66
+    [q4_0]=4d7544bbfd69cd16914d7f663e01241df2ade9f62500320250381431757a69d1
+    [qwen2_bpe_q4_0]=b8762bb54e4e0fe4e27cf9367fbd773aba4edf08c769acdae830cdbc7f9d72a0
 )
 for q in q8_0 q4_0 qwen2_bpe_q4_0; do
     src=fuzz/corpus/gguf/llama_$q.gguf

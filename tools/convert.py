@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Convert a Llama checkpoint to a .mlb model file (model/mlb.h).
 
-usage: python3 tools/convert.py INPUT OUTPUT.mlb [--wtype q8_0|q4_0] [--scales f32|f16]
+usage: python3 tools/convert.py INPUT OUTPUT.mlb [--wtype q8_0|q4_0] [--scales auto|f16|f32]
                                 [--tokenizer OUT.bin]
 
 INPUT is one of
@@ -14,8 +14,11 @@ INPUT is one of
     Face folder's tokenizer.model (tools/sp_model.py).
 Matrices are quantized to Q8_0 (default) or Q4_0; norms stay F32. GGUF
 Q8_0/Q4_0 tensors of the output's type are copied block for block (with
---scales f16, bit for bit: fp16 block scales as GGUF's, .mlb version 2; the
-default f32 widens them exactly). Errors go
+--scales f16, bit for bit: fp16 block scales as GGUF's, .mlb version 2;
+--scales f32 widens them exactly). The default, --scales auto, is f16 for a
+GGUF file that has Q8_0/Q4_0 tensors of the output's type (unless
+--mlb-version 1) and f32 for every other input, whose output it leaves as it
+was. Errors go
 to stderr as "convert: error: ..." with exit code 1, and leave every file
 as it was: outputs are written to temporaries and renamed into place only
 when both are complete (tools/outfile.py), an output that is the input is
@@ -627,7 +630,7 @@ def mlb_version(src, h, asked):
 
 
 def convert(inp, out, wtype_name, tok_out=None, asked_version=None, with_tokenizer=True,
-            scales="f32"):
+            scales="auto"):
     named_tok = tok_out is not None
     # Before any work: no output is the input (by device and inode).
     inputs = [("the input", inp)]
@@ -657,6 +660,12 @@ def convert(inp, out, wtype_name, tok_out=None, asked_version=None, with_tokeniz
               f"zero-padding to {h['hidden_dim']} (w1/w3 gain zero rows, w2 zero columns; "
               "exact since silu(0)*0 = 0)")
     check_config(c, inp, h["wtype"])
+    if scales == "auto":
+        # fp16 where it is lossless: a GGUF's Q8_0/Q4_0 blocks of the output's
+        # type keep their own scales bit for bit (model/gguf_mlb.c, which
+        # writes the default wtype, follows the same rule).
+        copied = h["wtype"] in getattr(src, "block_wtypes", ())
+        scales = "f16" if copied and asked_version != 1 else "f32"
     if scales == "f16":
         if asked_version == 1:
             raise ConvertError("--scales f16 needs .mlb version 2 (--mlb-version 1 has fp32 scales only)")
@@ -724,9 +733,11 @@ def main(argv=None):
                     help="1: a version-1 file (no embedded tokenizer; refused for a model that "
                     "needs version 2); 2: version 2 even without a tokenizer to embed. Default: "
                     "2 when the model needs it or has a tokenizer to embed, else 1")
-    ap.add_argument("--scales", choices=("f16", "f32"), default="f32",
+    ap.add_argument("--scales", choices=("auto", "f16", "f32"), default="auto",
                     help="block scale type: f16 (.mlb version 2; a GGUF Q8_0/Q4_0 matrix is copied "
-                    "bit for bit, and the file is GGUF's size) or f32 (default; any version)")
+                    "bit for bit, and the file is GGUF's size), f32 (any version) or auto (default: "
+                    "f16 for a GGUF file with Q8_0/Q4_0 tensors of the output's type, unless "
+                    "--mlb-version 1; else f32)")
     ap.add_argument("--no-tokenizer", action="store_true",
                     help="do not read, write or embed the input's tokenizer")
     args = ap.parse_args(argv)

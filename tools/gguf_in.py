@@ -161,6 +161,9 @@ class GGUFSource:
         # The output keeps the file's own 4-bit blocks when it has no 8-bit ones.
         self.native_wtype = "q4_0" if "Q4_0" in counts and "Q8_0" not in counts else None
         self.keep_wtype = None   # set by the converter: blocks of this type are copied
+        # The .mlb wtypes of its Q8_0/Q4_0 tensors: an output of one of them
+        # copies those blocks, and convert.py's --scales auto keeps their fp16 scales.
+        self.block_wtypes = {LOSSLESS[k] for k in counts if k in LOSSLESS}
 
     # ---------------------------------------------------------- metadata
     def _get(self, key, default=_MISSING):
