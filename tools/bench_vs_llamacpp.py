@@ -9,7 +9,11 @@ random-weight GGUF files at ml_bench's shapes there (tools/gguf_random.py:
 once; the Q8_0 and Q4_0 files of llama.cpp's own quantizer), builds our
 ml_bench, then runs in ROUNDS interleaved rounds, model by model:
   llama-bench -m MODEL.gguf -mmp 0 -p 128 -n 128 -r REPS -t 1,2 -o json
-  ml_bench --model-only --shape S --wtype T -t 1,2 --reps REPS --bw -p 128 --rows
+  ml_bench --model-only --shape S --wtype T -t 1,2 --reps REPS --bw -p 128 --rows --f16-scales
+(--f16-scales: fp16 block scales, what a Q8_0/Q4_0 GGUF converts to; --scales f32
+for the design's fp32 scales, f32,f16 for both against the same llama.cpp figure;
+--depth D adds decode after a D-token context: llama-batched-bench -npp D -ntg 128
+-npl 1 against ml_bench -d D)
 (which of the two goes first alternates from round to round). Both decode
 128 tokens from an empty context (tg128) with the weights read into memory,
 and run a 128-token prompt from position 0 (pp128: llama-bench's -p 128,
@@ -320,8 +324,9 @@ def main(argv=None):
     ap.add_argument("--tests", type=_list(TESTS), default=list(TESTS), help="tg128,pp128 (default both)")
     ap.add_argument("--legacy-shapes", type=_list(None), default=["stories15M", "stories110M"],
                     help="shapes of the legacy rows (default stories15M,stories110M; '' for none)")
-    ap.add_argument("--scales", type=_list(("f32", "f16")), default=["f32"],
-                    help="our block scale types, each measured (default f32; f32,f16 for both)")
+    ap.add_argument("--scales", type=_list(("f32", "f16")), default=["f16"],
+                    help="our block scale types, each measured (default f16: what tools/convert.py and "
+                    "ml_run make of a Q8_0/Q4_0 GGUF, the same bytes; f32,f16 for both)")
     ap.add_argument("--depth", type=int, default=0,
                     help="also decode 128 tokens after a context of D tokens: ours ml_bench -d D, "
                     "llama.cpp llama-batched-bench -npp D -ntg 128 -npl 1 (default 0: not measured)")
