@@ -342,7 +342,7 @@ left() {
 }
 if [ -n "${ML_ROWS:-}" ]; then echo "== make test: ${#rows[@]} rows (ML_ROWS=$ML_ROWS): each row's tests start when its builds are made"
 else echo "== make test: ${#rows[@]} rows (+ the guard and make dist): each row's tests start when its builds are made," \
-    "~25 min on 2 cores; ML_ROWS=\"scalar avx2\" make test runs a few rows"; fi
+    "~23 min on 2 cores; ML_ROWS=\"scalar avx2\" make test runs a few rows"; fi
 
 # ---- run once: the guard (reuses the builds above) and make dist ---------------------
 # run_once TAG SCRIPT: runs tests/SCRIPT (its results in $tmp/TAG.tsv), its output
