@@ -17,6 +17,7 @@
 #include "app/perplexity.h"
 #include "config/ml_config.h"
 #include "core/outfile.h"
+#include "core/argmax.h" /* the greedy pick, for the agreement figure */
 #include "core/path.h"
 #include "core/threads.h" /* ml_threads_default, ML_HAS_THREADS */
 #include "include/legacy_ml.h"
@@ -166,14 +167,6 @@ typedef struct {
 
 /* Score logits, which predict target; record: the index of this position
  * among all scored ones (the KL base's record). */
-/* The greedy token: the first of the largest logits (the sampler's rule at temperature 0). */
-static int greedy(const float *logits, int vocab) {
-    int best = 0;
-    for (int i = 1; i < vocab; i++)
-        if (logits[i] > logits[best]) best = i;
-    return best;
-}
-
 static ml_status score(scorer *s, const float *logits, long record, int target, ml_err *err) {
     const int vocab = s->vocab;
     double lse = ml_logsumexp(logits, vocab);
@@ -187,7 +180,7 @@ static ml_status score(scorer *s, const float *logits, long record, int target, 
         double base_lse = ml_logsumexp(s->base, vocab);
         ml_mean_add(&s->base_nll, base_lse - s->base[target]);
         ml_mean_add(&s->kl_div, ml_kl_div(s->base, base_lse, logits, lse, vocab));
-        s->agree += greedy(s->base, vocab) == greedy(logits, vocab);
+        s->agree += ml_argmax(s->base, vocab) == ml_argmax(logits, vocab);
     }
     return ML_OK;
 }

@@ -59,13 +59,6 @@ static float random_f32(uint64_t *state) {
     return (float)(r >> 8) / 16777216.0f;
 }
 
-int ml_argmax(const float *x, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
-}
-
 /* Sample index i with probability p[i] (p sums to 1); coin in [0, 1). */
 static int sample_mult(const float *p, int n, float coin) {
     float cdf = 0.0f;

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/argmax.h" /* ml_argmax: the pick at temperature 0 */
 #include "core/status.h"
 
 typedef struct {
@@ -50,8 +51,5 @@ void ml_sampler_accept(ml_sampler *s, int token);
  * min-p (relative to the most likely token), top-p over what is left
  * (renormalized), and one draw. */
 int ml_sample(ml_sampler *s, float *logits);
-
-/* Index of the largest value (the first one on ties). */
-int ml_argmax(const float *x, int n);
 
 #endif
