@@ -453,9 +453,10 @@ static void matmul_case(tctx *t, ml_type type, int rows, int K, int n_tok, int m
 
 static void test_matmul(tctx *t, ml_type type, matmul_fn isa, matmul_fn sc, matvec_fn mv_sc, const char *name) {
     int before = tl_failed;
-    const int ks[] = {32, 96, 288, 768};
-    /* around the row tiles and groups (4, 16, 64 rows) and the token tiles
-     * a kernel may use (1 to 8 tokens at a time) */
+    const int ks[] = {32, 64, 96, 288, 768};
+    /* around the row tiles and groups (4, 16, 64 rows), the token tiles
+     * a kernel may use (1 to 8 tokens at a time) and the steps of 4 blocks
+     * (K of 1, 2 and 3 blocks: a short step alone) */
     const int rows_list[] = {1, 3, 4, 5, 16, 17, 33, 64, 71};
     const int toks[] = {1, 2, 3, 4, 5, 7, 8, 9, 17};
     for (int ki = 0; ki < (int)(sizeof ks / sizeof ks[0]); ki++)

@@ -107,22 +107,29 @@ ML_INLINE void ml_avx512_xprep(ml_avx512_x4 *xs, const int8_t *xq, int n, ml_typ
     ml_avx512_xprep4(xs, xq, n, (char)ml_avx512_off(t));
 }
 
-/* A row's dot of a step (w: its first block), block c's partial sums in
+/* A row's step (w: its first block) as the unsigned lo/hi operands of
+ * ml_avx512_dot4; ml_avx512_dot: its dot, block c's partial sums in
  * chunk c. Q8_0: 128 bytes per row, two loads, their halves regrouped (two
  * shuffles) into the lo/hi layout, flipped to unsigned. Q4_0: 64 bytes per
  * row: masking gives the low nibbles, a shift the high ones, already in the
  * lo/hi layout. */
-ML_INLINE __m512i ml_avx512_dot(const int8_t *w, int n, const ml_avx512_x4 *xs, ml_type t) {
+ML_INLINE void ml_avx512_wload(__m512i *lo, __m512i *hi, const int8_t *w, int n, ml_type t) {
     if (t == ML_TYPE_Q8_0) {
         const __m512i f = _mm512_set1_epi8((char)0x80);
-        __m512i lo, hi;
-        ml_avx512_split4(&lo, &hi, _mm512_xor_si512(ml_avx512_load_n(w, n * ML_QK), f),
+        ml_avx512_split4(lo, hi, _mm512_xor_si512(ml_avx512_load_n(w, n * ML_QK), f),
                          _mm512_xor_si512(ml_avx512_load_n(w + 2 * ML_QK, n * ML_QK - 2 * ML_QK), f));
-        return ml_avx512_dot4(lo, hi, xs);
+        return;
     }
     /* byte j of a block: low nibble element j, high nibble 16 + j */
     const __m512i m = _mm512_set1_epi8(0x0F), v = ml_avx512_load_n(w, n * ML_Q4_BLOCK_BYTES);
-    return ml_avx512_dot4(_mm512_and_si512(v, m), _mm512_and_si512(_mm512_srli_epi16(v, 4), m), xs);
+    *lo = _mm512_and_si512(v, m);
+    *hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m);
+}
+
+ML_INLINE __m512i ml_avx512_dot(const int8_t *w, int n, const ml_avx512_x4 *xs, ml_type t) {
+    __m512i lo, hi;
+    ml_avx512_wload(&lo, &hi, w, n, t);
+    return ml_avx512_dot4(lo, hi, xs);
 }
 
 /* One block of 16 rows (g[i]: row i's block): two rows per register, row k

@@ -7,13 +7,18 @@
  *
  * A weight block of 16 rows is transposed once per call into 8 vectors:
  * vector j, lane i = row i's bytes 4j .. 4j+3, unsigned (Q8_0 as w ^ 0x80
- * = w + 128, Q4_0 unpacked nibbles w + 8). A token's block then costs 8
+ * = w + 128, Q4_0 unpacked nibbles w + 8; Q4_0 is transposed packed, a
+ * quarter of the shuffles). A token's block then costs 8
  * vpdpbusd of those vectors by its 4 activation bytes 4j .. 4j+3, broadcast
  * to every lane straight from memory: lane i ends with row i's block dot,
  * for 16 rows at once, with no shuffle. The weights' offset off is removed
  * by starting the sum at -off * sum(x) of the token's block (mm512_xprep, once
  * per token and block for all rows), so it is exactly sum w x (int32, wraps
  * but never saturates).
+ *
+ * A small Q4_0 batch (mm512_small_batch) goes to the matvec's steps
+ * instead (ml_avx512_matmul_nt, matvec_body.h): below 5 tokens the
+ * transposes cost more than the steps' reductions they save.
  *
  * Loop order (mm512_matmul, at the end): a row tile (MM512_GROUPS
  * groups of 16 rows) and a chunk of MM512_KB blocks are transposed once into
@@ -36,6 +41,7 @@
 
 #include "config/ml_kernels.h"
 #include "kernels/avx512vnni/avx512_dot.h"
+#include "kernels/avx512vnni/matvec_body.h"
 #include "kernels/kernel_util.h"
 
 #define MM512_KB 16 /* blocks per chunk: mm512_xprep sums 16 at a time */
@@ -47,8 +53,47 @@ typedef struct {
     __m512 d[MM512_KB];     /* the rows' block scales */
 } mm512_wtile;
 
-/* Block b (of the chunk) of a group: g[i] is lane i's row at that block. */
-ML_INLINE void mm512_wprep_block(mm512_wtile *wt, int b, const int8_t *const *g, ml_type type) {
+/* The 4 dword columns of z[0..3]'s 128-bit chunks, one lane apart:
+ * p[j], chunk c = [z[0] z[1] z[2] z[3]: chunk c, dword j]. */
+ML_INLINE void mm512_dwords4x4(__m512i *p, const __m512i *z) {
+    const __m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpackhi_epi32(z[0], z[1]);
+    const __m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);
+    p[0] = _mm512_unpacklo_epi64(t0, t2);
+    p[1] = _mm512_unpackhi_epi64(t0, t2);
+    p[2] = _mm512_unpacklo_epi64(t1, t3);
+    p[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+/* Q4_0's block b: its 16 bytes per row are transposed packed, then
+ * unpacked. z[k], chunk c = row 4c + k's bytes (inserts from memory, which
+ * need not go to the shuffle port); p[j], lane i = row i's packed bytes
+ * 4j .. 4j + 3, whose low nibbles are elements 4j .. 4j + 3 (vector j)
+ * and high nibbles 16 + 4j .. (vector 4 + j): 8 shuffles a block instead
+ * of the 32 that transposing the unpacked bytes takes. Row 4c + k's block
+ * is at r[k] + c * s4 (s4: 4 rows' bytes); a group short of 16 rows passes
+ * its rows in g instead (r NULL), the missing ones repeating its last. */
+ML_INLINE void mm512_wprep_block_q4(mm512_wtile *wt, int b, const int8_t *const *r, size_t s4,
+                                    const int8_t *const *g) {
+    __m512i z[4], p[4];
+    ML_UNROLL for (int k = 0; k < 4; k++) {
+        const __m128i *c0 = (const __m128i *)(r ? r[k] : g[k]), *c1 = (const __m128i *)(r ? r[k] + s4 : g[4 + k]);
+        const __m128i *c2 = (const __m128i *)(r ? r[k] + 2 * s4 : g[8 + k]);
+        const __m128i *c3 = (const __m128i *)(r ? r[k] + 3 * s4 : g[12 + k]);
+        z[k] = _mm512_inserti32x4(_mm512_castsi128_si512(_mm_loadu_si128(c0)), _mm_loadu_si128(c1), 1);
+        z[k] = _mm512_inserti32x4(z[k], _mm_loadu_si128(c2), 2);
+        z[k] = _mm512_inserti32x4(z[k], _mm_loadu_si128(c3), 3);
+    }
+    mm512_dwords4x4(p, z);
+    const __m512i m = _mm512_set1_epi8(0x0F);
+    ML_UNROLL for (int j = 0; j < 4; j++) {
+        wt->w[b][j] = _mm512_and_si512(p[j], m);
+        wt->w[b][4 + j] = _mm512_and_si512(_mm512_srli_epi16(p[j], 4), m);
+    }
+}
+
+/* Q8_0's block b (of the chunk) of a group: g[i] is lane i's row at that block. */
+ML_INLINE void mm512_wprep_block_q8(mm512_wtile *wt, int b, const int8_t *const *g) {
+    const ml_type type = ML_TYPE_Q8_0;
     /* z[p] = rows (p, p + 4) for p < 4, (p + 4, p + 8) after: the 8x8
      * dword transposes of both 256-bit halves then come out in row order */
     __m512i z[8], t[8], u[8];
@@ -73,27 +118,37 @@ ML_INLINE void mm512_wprep_block(mm512_wtile *wt, int b, const int8_t *const *g,
 }
 
 /* nb blocks of nr rows (<= 16) from row pointer q (bytes per row wstride,
- * per block bpb) and scales d (nbt blocks per row, of type st: fp32
- * gathered, fp16 collected into one vector and converted by vcvtph2ps;
- * once per call, for every token of the batch). */
+ * per block bpb) and their scales d (nbt blocks per row, of type st),
+ * transposed 16 blocks at a time (ml_avx512_dw16): once per call, for
+ * every token of the batch. Meanwhile as many bytes and scales as it reads
+ * are prefetched into L2 from pf and pfd (integers: past the matrix end
+ * they are never C pointers, and prefetches do not fault). */
 ML_INLINE void mm512_wprep(mm512_wtile *wt, const int8_t *q, size_t wstride, size_t bpb, const void *d, size_t nbt,
-                           int nr, int nb, ml_type type, ml_type st) {
-    const __m512i idx = _mm512_mullo_epi32(
-        _mm512_min_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(nr - 1)),
-        _mm512_set1_epi32((int)nbt));
+                           int nr, int nb, ml_type type, ml_type st, uintptr_t pf, uintptr_t pfd) {
     for (int b = 0; b < nb; b++) {
-        const int8_t *g[16];
-        ML_UNROLL for (int i = 0; i < 16; i++) g[i] = q + ml_avx512_row(i, nr) * wstride + (size_t)b * bpb;
-        mm512_wprep_block(wt, b, g, type);
-        if (st == ML_TYPE_F32) {
-            wt->d[b] = _mm512_i32gather_ps(idx, (const float *)d + b, 4);
-        } else {
-            const uint16_t *h = (const uint16_t *)d + b;
-            uint16_t v[16];
-            ML_UNROLL for (int i = 0; i < 16; i++) v[i] = h[ml_avx512_row(i, nr) * nbt];
-            wt->d[b] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)v));
+        const int8_t *at = q + (size_t)b * bpb, *g[16];
+        for (size_t l = 0; l < 16 * bpb; l += 64) _mm_prefetch((const char *)(pf + (size_t)b * 16 * bpb + l), _MM_HINT_T1);
+        if (type == ML_TYPE_Q4_0 && nr == 16) {
+            /* four row pointers, opaque, and 4 rows' stride: the compiler
+             * would otherwise keep 16 pointers and spill them */
+            const int8_t *r0 = at, *r1 = at + wstride, *r2 = at + 2 * wstride, *r3 = at + 3 * wstride;
+            ML_AVX512_OPAQUE(r0);
+            ML_AVX512_OPAQUE(r1);
+            ML_AVX512_OPAQUE(r2);
+            ML_AVX512_OPAQUE(r3);
+            const int8_t *r[4] = {r0, r1, r2, r3};
+            mm512_wprep_block_q4(wt, b, r, 4 * wstride, NULL);
+            continue;
         }
+        ml_avx512_addrs(g, at, wstride, nr);
+        if (type == ML_TYPE_Q4_0)
+            mm512_wprep_block_q4(wt, b, NULL, 0, g);
+        else
+            mm512_wprep_block_q8(wt, b, g);
     }
+    for (size_t l = 0; l < 16 * (size_t)nb * (size_t)ml_scale_bytes(st); l += 64)
+        _mm_prefetch((const char *)(pfd + l), _MM_HINT_T1);
+    ml_avx512_dw16(wt->d, d, nbt, nr, 0, nb, st);
 }
 
 /* For block b0 + b of token t0 + t (nt tokens, nb blocks): its quants
@@ -161,6 +216,15 @@ ML_INLINE void mm512_tile(float *y, size_t ldy, __mmask16 m, int first, const mm
 /* ---- the loops ---------------------------------------------------------- */
 
 #define MM512_GROUPS 4 /* 16-row groups per row tile */
+/* A batch that ml_avx512_matmul_nt does faster: Q4_0 and at most
+ * ML_AVX512_NT tokens. Measured in one run (weights of 300 MB, 2048
+ * columns, fp16 scales, 1 thread; the transposes here against the
+ * matvec's steps): Q4_0 2 tokens 1.27x / 1.17x one matvec's time, 4
+ * tokens 1.49x / 1.41x, 6 tokens 1.64x / 1.73x; Q8_0, whose steps cost
+ * more to load, 2 tokens 1.15x / 1.22x. */
+ML_INLINE int mm512_small_batch(int n_tok, ml_type type) {
+    return type == ML_TYPE_Q4_0 && n_tok <= ML_AVX512_NT;
+}
 #define MM512_TT 64    /* tokens per activation tile */
 
 ML_INLINE int mm512_min(int a, int b) { return a < b ? a : b; }
@@ -185,12 +249,21 @@ ML_INLINE void mm512_tile_n(float *y, size_t ldy, __mmask16 m, int first, const 
 
 ML_INLINE void mm512_matmul(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1, ml_type type,
                             ml_type st) {
+    if (mm512_small_batch(X->n_tok, type)) {
+        ml_avx512_matmul_nt(Y, ldy, W, X, r0, r1, type, st);
+        return;
+    }
     const int nbt = W->cols / ML_QK;
     const size_t sb = (size_t)ml_scale_bytes(st);
     const size_t bpb = ml_avx512_wbytes(type), wstride = (size_t)nbt * bpb;
     mm512_wtile wt[MM512_GROUPS];
     int8_t xq[MM512_TT][MM512_KB * ML_QK];
     int32_t cx[MM512_TT][MM512_KB];
+    /* The next row tile is prefetched in the order it lies in memory, as
+     * much per wprep as a wprep reads: a tile's rows are read chunk by
+     * chunk, 64 streams that the hardware prefetchers do not follow. */
+    uintptr_t pf = (uintptr_t)(W->q + (size_t)(r0 + 16 * MM512_GROUPS) * wstride);
+    uintptr_t pfd = (uintptr_t)((const char *)W->d + (size_t)(r0 + 16 * MM512_GROUPS) * (size_t)nbt * sb);
     for (int r = r0; r < r1; r += 16 * MM512_GROUPS) {
         const int ng = (mm512_min(r1 - r, 16 * MM512_GROUPS) + 15) / 16;
         for (int b0 = 0; b0 < nbt; b0 += MM512_KB) {
@@ -199,7 +272,9 @@ ML_INLINE void mm512_matmul(float *Y, int ldy, const ml_qtensor *W, const ml_qba
                 const int rg = r + 16 * g;
                 mm512_wprep(&wt[g], W->q + (size_t)rg * wstride + (size_t)b0 * bpb, wstride, bpb,
                             (const char *)W->d + ((size_t)rg * (size_t)nbt + (size_t)b0) * sb, (size_t)nbt,
-                            mm512_min(16, r1 - rg), nb, type, st);
+                            mm512_min(16, r1 - rg), nb, type, st, pf, pfd);
+                pf += 16 * (size_t)nb * bpb;
+                pfd += 16 * (size_t)nb * sb;
             }
             for (int t0 = 0; t0 < X->n_tok; t0 += MM512_TT) {
                 const int ntt = mm512_min(X->n_tok - t0, MM512_TT);

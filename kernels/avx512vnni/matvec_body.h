@@ -39,10 +39,9 @@
 #include "kernels/avx512vnni/avx512_dot.h"
 #include "kernels/kernel_util.h"
 
-/* s[j] = [dw of rows 0..15 at block b0 + j] * dx[b0 + j] for j < n (n <= 16);
- * s[j] for j >= n is left alone. wd's scales are of type st (ml_avx512_ld16s). */
-ML_INLINE void ml_avx512_scales16(__m512 *s, const void *wd, size_t nb, int nr, int b0, int n, const float *xd,
-                                  ml_type st) {
+/* s[j] = [dw of rows 0..15 at block b0 + j] for j < n (n <= 16); s[j] for
+ * j >= n is left alone. wd's scales are of type st (ml_avx512_ld16s). */
+ML_INLINE void ml_avx512_dw16(__m512 *s, const void *wd, size_t nb, int nr, int b0, int n, ml_type st) {
     const __mmask16 m = (__mmask16)((1u << n) - 1u);
     __m512i t[16], u[16];
     ML_UNROLL for (int i = 0; i < 16; i += 2) {
@@ -64,9 +63,17 @@ ML_INLINE void ml_avx512_scales16(__m512 *s, const void *wd, size_t nb, int nr, 
         ml_avx512_chunks4x4(o, u[e], u[4 + e], u[8 + e], u[12 + e]);
         ML_UNROLL for (int c = 0; c < 4; c++) {
             const int j = 4 * c + e;
-            if (j < n) s[j] = _mm512_mul_ps(_mm512_castsi512_ps(o[c]), _mm512_set1_ps(xd[j]));
+            if (j < n) s[j] = _mm512_castsi512_ps(o[c]);
         }
     }
+}
+
+/* s[j] = ml_avx512_dw16's * dx[b0 + j] (xd: dx[b0]): a block's dw * dx, for j < n. */
+ML_INLINE void ml_avx512_scales16(__m512 *s, const void *wd, size_t nb, int nr, int b0, int n, const float *xd,
+                                  ml_type st) {
+    ml_avx512_dw16(s, wd, nb, nr, b0, n, st);
+    ML_UNROLL for (int j = 0; j < 16; j++)
+        if (j < n) s[j] = _mm512_mul_ps(s[j], _mm512_set1_ps(xd[j]));
 }
 
 /* Keep p in a register as computed: the compiler would otherwise hoist the
@@ -92,25 +99,30 @@ ML_INLINE void ml_avx512_addrs(const int8_t **g, const int8_t *a, size_t s, int 
     }
 }
 
-/* One step: n (4 when full) blocks starting at block b of every row; pf:
- * where the bytes to prefetch start (16 steps of a row of them), pfd:
- * where their scales do (16 rows x 4 bytes is a line a block; fp16
- * scales (st), half a line). */
-ML_INLINE __m512 ml_avx512_step(__m512 acc, const int8_t *wq, size_t wstride, int nr, size_t b, const int8_t *xq,
-                                const __m512 *sc, int n, const int8_t *pf, uintptr_t pfd, ml_type t, ml_type st) {
+/* A step's prefetches, for a step of n (4 when full) blocks: pf: where the
+ * bytes to prefetch start (16 steps of a row of them), pfd: where their
+ * scales do (16 rows x 4 bytes is a line a block; fp16 scales (st), half
+ * a line). */
+ML_INLINE void ml_avx512_pf_step(uintptr_t pf, uintptr_t pfd, int n, ml_type t, ml_type st) {
     const size_t wb = ml_avx512_wbytes(t);
     ML_UNROLL for (int l = 0; l < 4; l++)
         if (l < n && (st == ML_TYPE_F32 || 2 * l < n)) _mm_prefetch((const char *)(pfd + (size_t)l * 64), _MM_HINT_T0);
+    ML_UNROLL for (int i = 0; i < 16; i++)
+        ML_UNROLL for (size_t l = 0; l < 4 * wb; l += 64) _mm_prefetch((const char *)(pf + (size_t)i * 4 * wb + l), _MM_HINT_T0);
+}
+
+/* One step: n (4 when full) blocks starting at block b of every row,
+ * prefetching as ml_avx512_pf_step. */
+ML_INLINE __m512 ml_avx512_step(__m512 acc, const int8_t *wq, size_t wstride, int nr, size_t b, const int8_t *xq,
+                                const __m512 *sc, int n, const int8_t *pf, uintptr_t pfd, ml_type t, ml_type st) {
+    const size_t wb = ml_avx512_wbytes(t);
+    ml_avx512_pf_step((uintptr_t)pf, pfd, n, t, st);
     ml_avx512_x4 xs;
     ml_avx512_xprep(&xs, xq + b * ML_QK, n, t);
     const int8_t *g[16];
     ml_avx512_addrs(g, wq + b * wb, wstride, nr);
     __m512i v[16];
-    ML_UNROLL for (int i = 0; i < 16; i++) {
-        ML_UNROLL for (size_t l = 0; l < 4 * wb; l += 64)
-            _mm_prefetch((const char *)((uintptr_t)pf + (size_t)i * 4 * wb + l), _MM_HINT_T0);
-        v[i] = ml_avx512_dot(g[i], n, &xs, t);
-    }
+    ML_UNROLL for (int i = 0; i < 16; i++) v[i] = ml_avx512_dot(g[i], n, &xs, t);
     __m512i s[4];
     ml_avx512_sums16(v, s);
     ML_UNROLL for (int j = 0; j < 4; j++)
@@ -175,6 +187,79 @@ ML_INLINE void ml_avx512_matvec(float *y, const ml_qtensor *W, const ml_qact *x,
     if (r < r1)
         ml_avx512_rows(y + r, W->q + (size_t)r * wstride, wstride, wd + (size_t)r * (size_t)nb * sb, x->q, x->d, nb,
                        r1 - r, t, st);
+}
+
+/* ---- a few tokens at once (the matmul of a small batch) ------------------- */
+
+/* Tokens per pass of ml_avx512_rows_nt: the weights stream from memory once
+ * per pass. Beyond 4, the matmul's transposes (matmul_body.h) win. */
+#define ML_AVX512_NT 4
+
+/* The matvec of nt (1..ML_AVX512_NT) tokens over nr rows: the same steps
+ * and prefetches as ml_avx512_rows, but each step's 16 rows are loaded and
+ * made unsigned once (w, on the stack: L1) and serve every token; each
+ * token then does the matvec's dots, tree and float order, so each (row,
+ * token) is the matvec's, bit for bit. A step short of 4 blocks, at a
+ * row's end, goes masked (ml_avx512_rows sends 1 or 2 blocks one at a time:
+ * the same sums). xq, xd: token 0's quants and scales; token k's are xn
+ * and nb further on; y: token 0's rows, token k's ldy further on. */
+ML_INLINE void ml_avx512_rows_nt(float *y, size_t ldy, const int8_t *wq, size_t wstride, const void *wd,
+                                 const int8_t *xq, size_t xn, const float *xd, int nb, int nr, int nt, ml_type t,
+                                 ml_type st) {
+    const size_t wb = ml_avx512_wbytes(t), sb = (size_t)ml_scale_bytes(st);
+    __m512 acc[ML_AVX512_NT];
+    for (int k = 0; k < nt; k++) acc[k] = _mm512_setzero_ps();
+    uintptr_t pf = (uintptr_t)wq + ml_avx512_pf_rows(t) * wstride;
+    uintptr_t pfd = (uintptr_t)wd + ml_avx512_pf_rows(t) * (size_t)nb * sb;
+    for (int b0 = 0; b0 < nb; b0 += 16) {
+        const int n = nb - b0 < 16 ? nb - b0 : 16;
+        __m512 dw[16];
+        ml_avx512_dw16(dw, wd, (size_t)nb, nr, b0, n, st);
+        for (int j = 0; j < n; j += 4) {
+            const int ns = n - j < 4 ? n - j : 4;
+            const size_t b = (size_t)(b0 + j);
+            ml_avx512_pf_step(pf, pfd, ns, t, st);
+            pf += 16 * ((size_t)ns * wb);
+            pfd += (size_t)ns * 16 * sb;
+            const int8_t *g[16];
+            ml_avx512_addrs(g, wq + b * wb, wstride, nr);
+            __m512i w[16][2];
+            ML_UNROLL for (int i = 0; i < 16; i++) ml_avx512_wload(&w[i][0], &w[i][1], g[i], ns, t);
+            for (int k = 0; k < nt; k++) {
+                ml_avx512_x4 xs;
+                ml_avx512_xprep(&xs, xq + (size_t)k * xn + b * ML_QK, ns, t);
+                __m512i v[16], sum[4];
+                ML_UNROLL for (int i = 0; i < 16; i++) v[i] = ml_avx512_dot4(w[i][0], w[i][1], &xs);
+                ml_avx512_sums16(v, sum);
+                const float *dx = xd + (size_t)k * (size_t)nb + b;
+                ML_UNROLL for (int c = 0; c < 4; c++)
+                    if (c < ns)
+                        acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(_mm512_cvtepi32_ps(sum[c]),
+                                                                     _mm512_mul_ps(dw[j + c], _mm512_set1_ps(dx[c]))));
+            }
+        }
+    }
+    const __mmask16 m = (__mmask16)((1u << nr) - 1u);
+    for (int k = 0; k < nt; k++) _mm512_mask_storeu_ps(y + (size_t)k * ldy, m, acc[k]);
+}
+
+/* Y[k*ldy + r] = W[r,:] . X[k] for the batch's tokens and rows [r0, r1),
+ * ML_AVX512_NT tokens per pass over the weights: for a small batch (a
+ * speculative draft) of Q4_0 weights, where the matmul's transposes
+ * (matmul_body.h) cost more than they save. */
+ML_INLINE void ml_avx512_matmul_nt(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1,
+                                   ml_type t, ml_type st) {
+    const int nb = W->cols / ML_QK;
+    const size_t wb = ml_avx512_wbytes(t), sb = (size_t)ml_scale_bytes(st);
+    const size_t wstride = (size_t)nb * wb, xn = (size_t)X->n;
+    const char *wd = (const char *)W->d;
+    for (int k0 = 0; k0 < X->n_tok; k0 += ML_AVX512_NT) {
+        const int nt = X->n_tok - k0 < ML_AVX512_NT ? X->n_tok - k0 : ML_AVX512_NT;
+        for (int r = r0; r < r1; r += 16)
+            ml_avx512_rows_nt(Y + (size_t)k0 * (size_t)ldy + (size_t)r, (size_t)ldy, W->q + (size_t)r * wstride, wstride,
+                              wd + (size_t)r * (size_t)nb * sb, X->q + (size_t)k0 * xn, xn,
+                              X->d + (size_t)k0 * (size_t)nb, nb, r1 - r < 16 ? r1 - r : 16, nt, t, st);
+    }
 }
 
 #endif
