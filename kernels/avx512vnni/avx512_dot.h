@@ -97,9 +97,10 @@ ML_INLINE size_t ml_avx512_wbytes(ml_type t) { return t == ML_TYPE_Q4_0 ? ML_Q4_
 ML_INLINE int ml_avx512_off(ml_type t) { return t == ML_TYPE_Q4_0 ? ML_Q4_OFFSET : 128; }
 
 /* How many rows ahead the matvec prefetches. Q8_0: half a group (a whole
- * one, 32 KiB of quants at dim 2048, crowds the 48 KiB L1; TinyLlama
- * decode was 6-17% slower with it); Q4_0: the next group (16 KiB at dim
- * 2048; half a group ahead was 2-10% slower). */
+ * one, 32 KiB of quants at dim 2048, crowded the 48 KiB L1 when the
+ * prefetches went there; TinyLlama decode was 6-17% slower with it; into
+ * L2, 16 and 32 rows are within the noise of 8); Q4_0: the next group
+ * (16 KiB at dim 2048; half a group ahead was 2-10% slower). */
 ML_INLINE size_t ml_avx512_pf_rows(ml_type t) { return t == ML_TYPE_Q4_0 ? 16 : 8; }
 
 /* A step's activations: n (1..4) blocks at xq (missing blocks are zeros). */
