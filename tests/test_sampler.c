@@ -8,6 +8,7 @@
  * The reference works on the probabilities ml_sample leaves in its logits
  * buffer (its softmax is ml_op_softmax, tested in test_ops), with distinct
  * values so the order of the candidates is the sorted one. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,6 +204,29 @@ static void test_refused(void) {
     GROUP_DONE("sampler: negative top-k, min-p outside [0, 1], penalty <= 0 refused with a message", before);
 }
 
+/* ml_argmax against its definition, the one-pass `if (x[i] > x[best])`:
+ * lengths around its 8 running maxima, many ties, signed zeros, infinities
+ * and NaNs (never picked, and a NaN first gives 0). */
+static void test_argmax(void) {
+    int before = tl_failed;
+    static const float vals[] = {0.0f, -0.0f, 1.0f, -1.0f, 2.5f, 1e30f, -1e30f};
+    float x[40];
+    srand(7);
+    for (int n = 1; n <= 40; n++)
+        for (int trial = 0; trial < 200; trial++) {
+            for (int i = 0; i < n; i++) {
+                int r = rand() % 12;
+                x[i] = r < 7 ? vals[r] : r == 7 ? INFINITY : r == 8 ? -INFINITY : r == 9 ? NAN : (float)(rand() % 5);
+            }
+            int want = 0;
+            for (int i = 1; i < n; i++)
+                if (x[i] > x[want]) want = i;
+            int got = ml_argmax(x, n);
+            CHECK(got == want, "argmax of %d values (trial %d): %d, the one-pass loop %d", n, trial, got, want);
+        }
+    GROUP_DONE("argmax: the first largest value, as the one-pass loop (ties, zeros, infinities, NaN)", before);
+}
+
 int ml_main(int argc, char **argv) {
     (void)argc;
     (void)argv;
@@ -210,5 +234,6 @@ int ml_main(int argc, char **argv) {
     test_defaults();
     test_penalty();
     test_refused();
+    test_argmax();
     return tl_summary();
 }
