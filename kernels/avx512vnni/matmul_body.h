@@ -64,21 +64,27 @@ ML_INLINE void mm512_dwords4x4(__m512i *p, const __m512i *z) {
     p[3] = _mm512_unpackhi_epi64(t1, t3);
 }
 
+/* Row i's block: r[i % 4] + (i / 4) * s4 for a full group (four row
+ * pointers and 4 rows' stride: the compiler would otherwise keep 16
+ * pointers, spilled to vector registers and moved back one by one), or
+ * g[i] for a group short of 16 rows (r NULL; the missing rows repeat its
+ * last). */
+ML_INLINE const int8_t *mm512_row(const int8_t *const *r, size_t s4, const int8_t *const *g, int i) {
+    return r ? r[i % 4] + (size_t)(i / 4) * s4 : g[i];
+}
+
 /* Q4_0's block b: its 16 bytes per row are transposed packed, then
  * unpacked. z[k], chunk c = row 4c + k's bytes (inserts from memory, which
  * need not go to the shuffle port); p[j], lane i = row i's packed bytes
  * 4j .. 4j + 3, whose low nibbles are elements 4j .. 4j + 3 (vector j)
  * and high nibbles 16 + 4j .. (vector 4 + j): 8 shuffles a block instead
- * of the 32 that transposing the unpacked bytes takes. Row 4c + k's block
- * is at r[k] + c * s4 (s4: 4 rows' bytes); a group short of 16 rows passes
- * its rows in g instead (r NULL), the missing ones repeating its last. */
+ * of the 32 that transposing the unpacked bytes takes. */
 ML_INLINE void mm512_wprep_block_q4(mm512_wtile *wt, int b, const int8_t *const *r, size_t s4,
                                     const int8_t *const *g) {
     __m512i z[4], p[4];
     ML_UNROLL for (int k = 0; k < 4; k++) {
-        const __m128i *c0 = (const __m128i *)(r ? r[k] : g[k]), *c1 = (const __m128i *)(r ? r[k] + s4 : g[4 + k]);
-        const __m128i *c2 = (const __m128i *)(r ? r[k] + 2 * s4 : g[8 + k]);
-        const __m128i *c3 = (const __m128i *)(r ? r[k] + 3 * s4 : g[12 + k]);
+        const __m128i *c0 = (const __m128i *)mm512_row(r, s4, g, k), *c1 = (const __m128i *)mm512_row(r, s4, g, 4 + k);
+        const __m128i *c2 = (const __m128i *)mm512_row(r, s4, g, 8 + k), *c3 = (const __m128i *)mm512_row(r, s4, g, 12 + k);
         z[k] = _mm512_inserti32x4(_mm512_castsi128_si512(_mm_loadu_si128(c0)), _mm_loadu_si128(c1), 1);
         z[k] = _mm512_inserti32x4(z[k], _mm_loadu_si128(c2), 2);
         z[k] = _mm512_inserti32x4(z[k], _mm_loadu_si128(c3), 3);
@@ -91,15 +97,15 @@ ML_INLINE void mm512_wprep_block_q4(mm512_wtile *wt, int b, const int8_t *const 
     }
 }
 
-/* Q8_0's block b (of the chunk) of a group: g[i] is lane i's row at that block. */
-ML_INLINE void mm512_wprep_block_q8(mm512_wtile *wt, int b, const int8_t *const *g) {
-    const ml_type type = ML_TYPE_Q8_0;
+/* Q8_0's block b (of the chunk) of a group, rows as mm512_row. */
+ML_INLINE void mm512_wprep_block_q8(mm512_wtile *wt, int b, const int8_t *const *r, size_t s4,
+                                    const int8_t *const *g) {
     /* z[p] = rows (p, p + 4) for p < 4, (p + 4, p + 8) after: the 8x8
      * dword transposes of both 256-bit halves then come out in row order */
     __m512i z[8], t[8], u[8];
     ML_UNROLL for (int p = 0; p < 8; p++) {
         const int ra = p < 4 ? p : p + 4;
-        z[p] = ml_avx512_ublock2(g[ra], g[ra + 4], type);
+        z[p] = ml_avx512_ublock2(mm512_row(r, s4, g, ra), mm512_row(r, s4, g, ra + 4), ML_TYPE_Q8_0);
     }
     ML_UNROLL for (int k = 0; k < 4; k++) {
         t[2 * k] = _mm512_unpacklo_epi32(z[2 * k], z[2 * k + 1]);
@@ -128,23 +134,24 @@ ML_INLINE void mm512_wprep(mm512_wtile *wt, const int8_t *q, size_t wstride, siz
     for (int b = 0; b < nb; b++) {
         const int8_t *at = q + (size_t)b * bpb, *g[16];
         for (size_t l = 0; l < 16 * bpb; l += 64) _mm_prefetch((const char *)(pf + (size_t)b * 16 * bpb + l), _MM_HINT_T1);
-        if (type == ML_TYPE_Q4_0 && nr == 16) {
-            /* four row pointers, opaque, and 4 rows' stride: the compiler
-             * would otherwise keep 16 pointers and spill them */
+        if (nr == 16) {
             const int8_t *r0 = at, *r1 = at + wstride, *r2 = at + 2 * wstride, *r3 = at + 3 * wstride;
             ML_AVX512_OPAQUE(r0);
             ML_AVX512_OPAQUE(r1);
             ML_AVX512_OPAQUE(r2);
             ML_AVX512_OPAQUE(r3);
             const int8_t *r[4] = {r0, r1, r2, r3};
-            mm512_wprep_block_q4(wt, b, r, 4 * wstride, NULL);
-            continue;
+            if (type == ML_TYPE_Q4_0)
+                mm512_wprep_block_q4(wt, b, r, 4 * wstride, NULL);
+            else
+                mm512_wprep_block_q8(wt, b, r, 4 * wstride, NULL);
+        } else {
+            ml_avx512_addrs(g, at, wstride, nr);
+            if (type == ML_TYPE_Q4_0)
+                mm512_wprep_block_q4(wt, b, NULL, 0, g);
+            else
+                mm512_wprep_block_q8(wt, b, NULL, 0, g);
         }
-        ml_avx512_addrs(g, at, wstride, nr);
-        if (type == ML_TYPE_Q4_0)
-            mm512_wprep_block_q4(wt, b, NULL, 0, g);
-        else
-            mm512_wprep_block_q8(wt, b, g);
     }
     for (size_t l = 0; l < 16 * (size_t)nb * (size_t)ml_scale_bytes(st); l += 64)
         _mm_prefetch((const char *)(pfd + l), _MM_HINT_T1);
