@@ -34,9 +34,14 @@
 #define ML_VF_LANES ((int)(sizeof(ml_vf) / sizeof(float)))
 #define ML_ATTN_PARTS (ML_CANON_LANES / ML_VF_LANES)
 
+/* ML_ATTN_VALUES_ONLY: the values alone, for vectors wider than rule 2's 8
+ * lanes (a score tile needs a whole lane set per vector; an output element
+ * sums in order whatever its lane), and no ml_vf_fold_keys or ml_vf_div. */
+
 /* Keys per block of the value sums: 16 rows of a head of 128 are 8 KiB. */
 #define ML_ATTN_VBLOCK 16
 
+#ifndef ML_ATTN_VALUES_ONLY
 /* ---- scores --------------------------------------------------------------- */
 
 /* s[0 .. nk-1] = the scores of query q against the nk (<= ML_VF_LANES) keys
@@ -91,6 +96,8 @@ ML_INLINE void ml_attn_scores(float *s, int lds, const float *q, int ldq, int G,
             ml_attn_score_tile(s + (size_t)g * (size_t)lds + (size_t)t, q + (size_t)g * (size_t)ldq,
                                k + (size_t)t * (size_t)ldk, (size_t)ldk, n - t, h8, hd, sc);
 }
+
+#endif
 
 /* ---- values --------------------------------------------------------------- */
 
