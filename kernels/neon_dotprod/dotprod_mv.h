@@ -29,6 +29,17 @@
 /* Activation blocks per chunk: ML_DP_CHUNK int32x4 offsets (2 KiB of stack) */
 #define ML_DP_CHUNK 128
 
+/* Keep p in a register as computed, so the 8 rows' loads address wq + wo[i]
+ * (register offsets) with one pointer stepped: gcc otherwise splits them
+ * into 8 pointers, each stepped every 4 blocks and set up again for every
+ * group of rows (kernels/avx512vnni does the same). Q4_0 only: Q4_0 5.38 ->
+ * 5.21 M instructions per stories15M token, but Q8_0 4.60 -> 5.06 M. */
+#if defined(__GNUC__) || defined(__clang__)
+#define ML_DP_OPAQUE(p) __asm__("" : "+r"(p))
+#else
+#define ML_DP_OPAQUE(p) ((void)0)
+#endif
+
 /* off[b] = 8 * (sum of activation block b's 32 int8s) in every lane, b < n */
 ML_INLINE void ml_dp_offsets(int32x4_t *off, const int8_t *xq, int n) {
     for (int b = 0; b < n; b++, xq += ML_QK) {
@@ -101,6 +112,7 @@ ML_INLINE void ml_dp_rows(float *y, const int8_t *wq, const size_t *wo, const ch
         ML_UNROLL for (int k = 0; k < 4; k++) {
             ml_dp_block(sumi, acc, prev, wq, wo, xq + k * ML_QK, off + k, q, kind);
             wq += ml_arm_wbytes(kind);
+            if (kind == ML_ARM_Q4) ML_DP_OPAQUE(wq);
             ML_UNROLL for (int g = 0; g < q; g++)
                 sum[g] = vaddq_f32(sum[g], vmulq_f32(vcvtq_f32_s32(sumi[g]), s[g][k]));
         }
