@@ -364,7 +364,8 @@ static void matvec_case(tctx *t, ml_type type, int rows, int K, int mode, matvec
 
 static void test_matvec(tctx *t, ml_type type, matvec_fn isa, matvec_fn sc, const char *name) {
     int before = tl_failed;
-    int ks[9] = {32, 64, 96, 288, 768, 2048}, nk = 6;
+    /* 8480: 265 blocks, past the neon_dotprod matvec's chunks of 128 blocks (dotprod_mv.h) */
+    int ks[10] = {32, 64, 96, 288, 768, 2048, 8480}, nk = 7;
     /* 31 .. 257: around the row tiles (4 to 64 rows) and groups of 4 tiles
      * of SVE at 128 to 2048 bits; only with K <= 288 (time under qemu) */
     const int rows_list[] = {1, 2, 3, 4, 5, 7, 8, 13, 64, 31, 33, 129, 257};

@@ -1,11 +1,11 @@
-/* One matvec body for the ARM builds (neon on ARMv7 and AArch64,
- * neon_dotprod; Q8_0 and Q4_0), over fixed-name primitives: the including .c
- * first includes its build's block dot, which defines
+/* The matvec body of the neon build (ARMv7 and AArch64; Q8_0 and Q4_0),
+ * over a fixed-name primitive: the including .c first includes its block
+ * dot, which defines
  *     ml_arm_dot_i8(acc, w0, w1, xs)
  * = acc plus int32 lanes summing to w0 . xs->x0 + w1 . xs->x1 (int8x16 each;
- * kernels/neon/neon_dot.h: vmull_s8 + vpadalq_s16; kernels/neon_dotprod/
- * dotprod_dot.h: vdotq_s32), then calls ml_arm_matvec with ML_ARM_Q8 or
- * ML_ARM_Q4.
+ * kernels/neon/neon_dot.h: vmull_s8 + vpadalq_s16), then calls
+ * ml_arm_matvec with ML_ARM_Q8 or ML_ARM_Q4. neon_dotprod has its own
+ * 8-row version of this shape (kernels/neon_dotprod/dotprod_mv.h).
  *
  * Float order (kernels/canon.h rule 5, bit-identical to the scalar twin):
  * rows in the float lanes, each row accumulating sequentially over its

@@ -1,6 +1,6 @@
 /* The neon build's int8 block dot (DESIGN §5): vmull_s8 + vpadalq_s16, the
- * shim that stands in for vdotq_s32 (kernels/neon_dotprod/dotprod_dot.h) in
- * the shared matvec body (kernels/arm/matvec_body.h). Each int16 lane adds
+ * shim that stands in for two vdotq_s32 (sdot) in the matvec body
+ * (kernels/arm/matvec_body.h). Each int16 lane adds
  * two products (vmull, then vmlal): at most 2 * 128 * 127 < 2^15, so no
  * saturation for Q8 (|q| <= 127) nor for matvec_body.h's Q4 values (16 * v,
  * v in [-8, 7]). ARMv7 and AArch64 alike. */
