@@ -191,11 +191,7 @@ ML_INLINE void mt8_tile_n(float *y, size_t ldy, int first, const mt8_wtile *wt, 
  * st, rows [r0, r1) */
 ML_INLINE void mt8_matmul(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1, ml_type type,
                           ml_type st) {
-    const int r8 = r0 + (r1 - r0) / 8 * 8;
-    if (X->n_tok < MT8_MIN || r8 == r0) {
-        ml_x86_matmul(Y, ldy, W, X, r0, r1, type, st);
-        return;
-    }
+    const int r8 = ml_x86_mm_rest8(Y, ldy, W, X, r0, r1, MT8_MIN, type, st);
     const int nbt = W->cols / ML_QK;
     const size_t bpb = ml_x86_wbytes(type), wstride = (size_t)nbt * bpb, n = (size_t)X->n;
     mt8_wtile wt[MT8_G];
@@ -222,7 +218,6 @@ ML_INLINE void mt8_matmul(float *Y, int ldy, const ml_qtensor *W, const ml_qbatc
             }
         }
     }
-    if (r8 < r1) ml_x86_matmul(Y, ldy, W, X, r8, r1, type, st);
 }
 
 #endif
