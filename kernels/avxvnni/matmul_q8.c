@@ -3,12 +3,12 @@
 #define ML_AVX2_VNNI 1 /* avx2_dot.h's vpdpbusd section */
 #include "kernels/avx2/avx2_dot.h"
 
-#include "kernels/x86/matmul_body.h"
+#include "kernels/avx2/matmul_t8.h"
 
 void ml_k_matmul_q8_avxvnni(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1) {
-    ml_x86_matmul(Y, ldy, W, X, r0, r1, ML_TYPE_Q8_0, ML_TYPE_F32);
+    mt8_matmul(Y, ldy, W, X, r0, r1, ML_TYPE_Q8_0, ML_TYPE_F32);
 }
 
 void ml_k_matmul_q8_f16_avxvnni(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1) {
-    ml_x86_matmul(Y, ldy, W, X, r0, r1, ML_TYPE_Q8_0, ML_TYPE_F16);
+    mt8_matmul(Y, ldy, W, X, r0, r1, ML_TYPE_Q8_0, ML_TYPE_F16);
 }

@@ -2,12 +2,12 @@
  * (sse2_dot.h) in the x86 4-row matmul body (kernels/x86/matmul_body.h). */
 #include "kernels/sse2/sse2_dot.h"
 
-#include "kernels/x86/matmul_body.h"
+#include "kernels/x86/matmul_t16.h"
 
 void ml_k_matmul_q4_sse2(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1) {
-    ml_x86_matmul(Y, ldy, W, X, r0, r1, ML_TYPE_Q4_0, ML_TYPE_F32);
+    mt16_matmul(Y, ldy, W, X, r0, r1, ML_TYPE_Q4_0, ML_TYPE_F32);
 }
 
 void ml_k_matmul_q4_f16_sse2(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1) {
-    ml_x86_matmul(Y, ldy, W, X, r0, r1, ML_TYPE_Q4_0, ML_TYPE_F16);
+    mt16_matmul(Y, ldy, W, X, r0, r1, ML_TYPE_Q4_0, ML_TYPE_F16);
 }

@@ -90,4 +90,15 @@ ML_INLINE void ml_x86_matmul(float *Y, int ldy, const ml_qtensor *W, const ml_qb
     for (; r < r1; r++) ml_x86_mm_rows(Y, ldy, W, X, r, 1, wt, st);
 }
 
+/* For the 8-row bodies (kernels/avx2/matmul_t8.h, kernels/x86/matmul_t16.h):
+ * the rows past the last full group of 8 run here, and every row of a
+ * batch under min_tok tokens; returns where the 8-row groups end (r0: none
+ * left for them). */
+ML_INLINE int ml_x86_mm_rest8(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1, int min_tok,
+                              ml_type wt, ml_type st) {
+    const int r8 = X->n_tok < min_tok ? r0 : r0 + (r1 - r0) / 8 * 8;
+    if (r8 < r1) ml_x86_matmul(Y, ldy, W, X, r8, r1, wt, st);
+    return r8;
+}
+
 #endif
