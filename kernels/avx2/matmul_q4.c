@@ -1,5 +1,5 @@
 /* Y = W X for a batch of tokens, Q4_0 weights, AVX2: the vpmaddubsw block
- * dot (avx2_dot.h) in the x86 4-row matmul body (kernels/x86/matmul_body.h). */
+ * dot (avx2_dot.h) in the 8-rows-in-lanes matmul (kernels/avx2/matmul_t8.h). */
 #include "kernels/avx2/avx2_dot.h"
 
 #include "kernels/avx2/matmul_t8.h"

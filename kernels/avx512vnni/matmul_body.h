@@ -223,6 +223,10 @@ ML_INLINE void mm512_tile(float *y, size_t ldy, __mmask16 m, int first, const mm
 /* ---- the loops ---------------------------------------------------------- */
 
 #define MM512_GROUPS 4 /* 16-row groups per row tile */
+#define MM512_TT 64    /* tokens per activation tile */
+
+ML_INLINE int mm512_min(int a, int b) { return a < b ? a : b; }
+
 /* A batch that ml_avx512_matmul_nt does faster: Q4_0 and at most
  * ML_AVX512_NT tokens. Measured in one run (weights of 300 MB, 2048
  * columns, fp16 scales, 1 thread; the transposes here against the
@@ -232,9 +236,6 @@ ML_INLINE void mm512_tile(float *y, size_t ldy, __mmask16 m, int first, const mm
 ML_INLINE int mm512_small_batch(int n_tok, ml_type type) {
     return type == ML_TYPE_Q4_0 && n_tok <= ML_AVX512_NT;
 }
-#define MM512_TT 64    /* tokens per activation tile */
-
-ML_INLINE int mm512_min(int a, int b) { return a < b ? a : b; }
 
 /* The full register tile, or a short one with its own constant count so
  * its accumulators stay in registers too. */

@@ -1,5 +1,5 @@
 /* Y = W X for a batch of tokens, Q8_0 weights, AVX-VNNI: avx2_dot.h with
- * vpdpbusd in the x86 4-row matmul body (kernels/x86/matmul_body.h). */
+ * vpdpbusd in the 8-rows-in-lanes matmul (kernels/avx2/matmul_t8.h). */
 #define ML_AVX2_VNNI 1 /* avx2_dot.h's vpdpbusd section */
 #include "kernels/avx2/avx2_dot.h"
 

@@ -1,5 +1,5 @@
 /* Y = W X for a batch of tokens, Q4_0 weights, SSE2: the pmaddwd block dot
- * (sse2_dot.h) in the x86 4-row matmul body (kernels/x86/matmul_body.h). */
+ * on int16 pairs, 8 rows in the lanes of two vectors (kernels/x86/matmul_t16.h). */
 #include "kernels/sse2/sse2_dot.h"
 
 #include "kernels/x86/matmul_t16.h"
