@@ -75,7 +75,7 @@ OPT      += $(if $(filter 1,$(SAN)),-g $(SAN_FLAGS))
 CFLAGS   ?=
 CFLAGS   += $(TARGET) $(M32_FLAGS) $(if $(M32_ASM),-isystem $(dir $(M32_ASM))) -std=c11 $(OPT) -Wall -Wextra -ffp-contract=off -D_POSIX_C_SOURCE=200809L \
             -fvisibility=hidden $(if $(filter 1,$(LIB_PIC)),-fPIC) \
-            -I. -I$(OBJ_BUILD)/gen -DML_ISA=$(ISA) -DML_THREADS_$(THREADS) \
+            -I. -I$(dir $(OBJ_BUILD))gen-$(ARCH) -I$(OBJ_BUILD)/gen -DML_ISA=$(ISA) -DML_THREADS_$(THREADS) \
             $(if $(ML_NO_MMAP),-DML_NO_MMAP) $(EXTRA_CFLAGS)
 LDFLAGS  ?=
 LDFLAGS  += $(TARGET) $(M32_FLAGS) $(if $(filter 1,$(SAN)),$(SAN_FLAGS))
@@ -161,10 +161,21 @@ help:
 
 # The C side of the registry, generated for every build: ml_isas_gen.h (the
 # ISA table, core/isa_check.c) and ml_bind_gen.h (the binding, config/ml_config.h).
-GEN_H      := $(OBJ_BUILD)/gen/ml_isas_gen.h $(OBJ_BUILD)/gen/ml_bind_gen.h
-$(GEN_H): $(OBJ_BUILD)/gen/ml_%_gen.h: $(ISA_LIST) tools/isas.awk config/ml_kernels.h $(wildcard kernels/*/kernels_*.h)
+# ml_isas_gen.h is the same for every build of an architecture, so it sits
+# beside the build folders (GEN_SHARED): a file compiled with the same flags in several builds
+# (every kernel folder of the chain, the siblings of make check) then
+# preprocesses to the same text, which a compiler cache (.ci/run: ccache)
+# compiles once. Builds may write it at the same time: each through its own
+# temporary file, renamed into place.
+GEN_SHARED := $(dir $(OBJ_BUILD))gen-$(ARCH)
+GEN_H      := $(GEN_SHARED)/ml_isas_gen.h $(OBJ_BUILD)/gen/ml_bind_gen.h
+GEN_DEPS   := $(ISA_LIST) tools/isas.awk config/ml_kernels.h $(wildcard kernels/*/kernels_*.h)
+$(GEN_SHARED)/ml_isas_gen.h: $(GEN_DEPS)
 	@mkdir -p $(@D)
-	$(Q)$(call show,GEN,$@)$(call isas,$(if $(filter isas,$*),header,bind),$(ISA)) >$@.tmp && mv $@.tmp $@
+	$(Q)$(call show,GEN,$@)$(call isas,header,$(ISA)) >$@.$$$$.tmp && mv -f $@.$$$$.tmp $@
+$(OBJ_BUILD)/gen/ml_bind_gen.h: $(GEN_DEPS)
+	@mkdir -p $(@D)
+	$(Q)$(call show,GEN,$@)$(call isas,bind,$(ISA)) >$@.tmp && mv $@.tmp $@
 
 # ---- objects: baseline flags (BASE_FLAGS), except kernels/<isa>/ and the guard ----
 $(LIB_OBJ) $(TEST_LIB_OBJ) $(GUARD_OBJ) $(APP_OBJ) $(call obj,$(wildcard app/*.c) $(TEST_SRC)): | $(GEN_H) $(M32_ASM)
