@@ -44,17 +44,19 @@ static void layers(ml_model *m, const int *tokens, int n, int pos0) {
             ml_op_head_norm(b->q, L->q_norm, c->head_dim, c->n_heads, n, c->norm_eps);
             ml_op_head_norm(k, L->k_norm, c->head_dim, c->n_kv_heads, n, c->norm_eps);
         }
-        ml_op_rope(b->q, k, pos0, n, &rope);
+        ml_op_rope(o, b->q, k, pos0, n, &rope);
         ml_attn_args at = {
             .q = b->q, .kc = kc, .vc = vc, .att = s->att_scores, .out = b->attn_out, .pos = pos0,
             .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim,
             .max_seq = c->max_seq, .n_tok = n,
+            /* free until the feed-forward: the scores of a batch split by token */
+            .scratch = b->ffn_up, .scratch_n = (size_t)b->cap * (size_t)c->hidden_dim,
         };
         ml_op_attention(o, &at);
         ml_op_quantize_batch(o, &b->x_q8, b->attn_out, c->q_dim, n, NULL, 0.0f, NULL);
         ml_matmul_job wo = {b->branch_out, c->dim, &L->wo};
         ml_op_matmuls(o, &wo, 1, &b->x_q8);
-        ml_op_add(b->x, b->branch_out, c->dim, n);
+        ml_op_add(o, b->x, b->branch_out, c->dim, n);
 
         /* ---- feed-forward: w2(silu(w1 x) * w3 x) ---- */
         ml_op_quantize_batch(o, &b->x_q8, b->x, c->dim, n, L->ffn_norm, c->norm_eps, b->x_norm);
@@ -62,7 +64,7 @@ static void layers(ml_model *m, const int *tokens, int n, int pos0) {
         ml_op_quantize_batch(o, &b->x_q8, b->ffn_gate, c->hidden_dim, n, NULL, 0.0f, NULL);
         ml_matmul_job w2 = {b->branch_out, c->dim, &L->w2};
         ml_op_matmuls(o, &w2, 1, &b->x_q8);
-        ml_op_add(b->x, b->branch_out, c->dim, n);
+        ml_op_add(o, b->x, b->branch_out, c->dim, n);
     }
 }
 
