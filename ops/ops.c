@@ -201,6 +201,8 @@ typedef struct {
     const float *x, *norm_w;
     float *normed;
     float eps;
+    float *xw;        /* ml_op_add_quantize_batch: x, written */
+    const float *add; /* and what is added to it first */
 } quantize_task;
 
 static void quantize_run(void *ctx, int t0, int t1) {
@@ -208,6 +210,7 @@ static void quantize_run(void *ctx, int t0, int t1) {
     size_t k = (size_t)t->out->n;
     for (int i = t0; i < t1; i++) {
         const float *src = t->x + (size_t)i * k;
+        if (t->add) ml_k_add(t->xw + (size_t)i * k, t->add + (size_t)i * k, (int)k);
         if (t->norm_w) {
             ml_k_rmsnorm(t->normed + (size_t)i * k, src, t->norm_w, (int)k, t->eps);
             src = t->normed + (size_t)i * k;
@@ -221,7 +224,15 @@ void ml_op_quantize_batch(ml_ops *o, ml_qbatch *out, const float *x, int k, int 
                           float eps, float *normed) {
     out->n = k;
     out->n_tok = n_tok;
-    quantize_task t = {out, x, norm_w, normed, eps};
+    quantize_task t = {out, x, norm_w, normed, eps, NULL, NULL};
+    ml_pool_run(o->pool, quantize_run, &t, n_tok);
+}
+
+void ml_op_add_quantize_batch(ml_ops *o, ml_qbatch *out, float *x, const float *add, int k, int n_tok,
+                              const float *norm_w, float eps, float *normed) {
+    out->n = k;
+    out->n_tok = n_tok;
+    quantize_task t = {out, x, norm_w, normed, eps, x, add};
     ml_pool_run(o->pool, quantize_run, &t, n_tok);
 }
 

@@ -70,6 +70,11 @@ void ml_op_quantize(ml_qact *out, const float *x, int k);
 void ml_op_quantize_batch(ml_ops *o, ml_qbatch *out, const float *x, int k, int n_tok, const float *norm_w,
                           float eps, float *normed);
 
+/* The residual add and the next norm in one region: per token, x[t] +=
+ * add[t] (ml_op_add's kernel), then ml_op_quantize_batch of x[t]. */
+void ml_op_add_quantize_batch(ml_ops *o, ml_qbatch *out, float *x, const float *add, int k, int n_tok,
+                              const float *norm_w, float eps, float *normed);
+
 /* out = row `row` of W, dequantized to float (the embedding lookup).
  * out: (W->cols). */
 void ml_op_dequant_row(float *out, const ml_qtensor *W, int row);
