@@ -32,7 +32,9 @@ static void layers(ml_model *m, const int *tokens, int n, int pos0) {
         float *k = kc + (size_t)pos0 * kv_dim, *v = vc + (size_t)pos0 * kv_dim;
 
         /* ---- attention: q, k, v projections, RoPE, attention, wo ---- */
-        ml_op_quantize_batch(o, &b->x_q8, b->x, c->dim, n, L->attn_norm, c->norm_eps, b->x_norm);
+        if (l == 0) ml_op_quantize_batch(o, &b->x_q8, b->x, c->dim, n, L->attn_norm, c->norm_eps, b->x_norm);
+        else /* the last layer's feed-forward added first */
+            ml_op_add_quantize_batch(o, &b->x_q8, b->x, b->branch_out, c->dim, n, L->attn_norm, c->norm_eps, b->x_norm);
         ml_matmul_job qkv[3] = {{b->q, c->q_dim, &L->wq}, {k, c->kv_dim, &L->wk}, {v, c->kv_dim, &L->wv}};
         ml_op_matmuls(o, qkv, 3, &b->x_q8);
         if (c->qkv_bias) { /* Qwen2: q, k, v biases, in that order */
@@ -44,26 +46,28 @@ static void layers(ml_model *m, const int *tokens, int n, int pos0) {
             ml_op_head_norm(b->q, L->q_norm, c->head_dim, c->n_heads, n, c->norm_eps);
             ml_op_head_norm(k, L->k_norm, c->head_dim, c->n_kv_heads, n, c->norm_eps);
         }
-        ml_op_rope(b->q, k, pos0, n, &rope);
+        ml_op_rope(o, b->q, k, pos0, n, &rope);
         ml_attn_args at = {
             .q = b->q, .kc = kc, .vc = vc, .att = s->att_scores, .out = b->attn_out, .pos = pos0,
             .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim,
             .max_seq = c->max_seq, .n_tok = n,
+            /* free until the feed-forward: the scores of a batch split by token */
+            .scratch = b->ffn_up, .scratch_n = (size_t)b->cap * (size_t)c->hidden_dim,
         };
         ml_op_attention(o, &at);
         ml_op_quantize_batch(o, &b->x_q8, b->attn_out, c->q_dim, n, NULL, 0.0f, NULL);
         ml_matmul_job wo = {b->branch_out, c->dim, &L->wo};
         ml_op_matmuls(o, &wo, 1, &b->x_q8);
-        ml_op_add(b->x, b->branch_out, c->dim, n);
 
-        /* ---- feed-forward: w2(silu(w1 x) * w3 x) ---- */
-        ml_op_quantize_batch(o, &b->x_q8, b->x, c->dim, n, L->ffn_norm, c->norm_eps, b->x_norm);
+        /* ---- feed-forward: w2(silu(w1 x) * w3 x), wo's output added first ---- */
+        ml_op_add_quantize_batch(o, &b->x_q8, b->x, b->branch_out, c->dim, n, L->ffn_norm, c->norm_eps, b->x_norm);
         ml_op_gate_up_batch(o, b->ffn_gate, b->ffn_up, &L->w1, &L->w3, &b->x_q8);
         ml_op_quantize_batch(o, &b->x_q8, b->ffn_gate, c->hidden_dim, n, NULL, 0.0f, NULL);
         ml_matmul_job w2 = {b->branch_out, c->dim, &L->w2};
         ml_op_matmuls(o, &w2, 1, &b->x_q8);
-        ml_op_add(b->x, b->branch_out, c->dim, n);
     }
+    /* the last layer's feed-forward (the others' went with the next norm) */
+    if (c->n_layers > 0) ml_op_add(o, b->x, b->branch_out, c->dim, n);
 }
 
 /* ---- the logits ---------------------------------------------------------- */

@@ -201,6 +201,8 @@ typedef struct {
     const float *x, *norm_w;
     float *normed;
     float eps;
+    float *xw;        /* ml_op_add_quantize_batch: x, written */
+    const float *add; /* and what is added to it first */
 } quantize_task;
 
 static void quantize_run(void *ctx, int t0, int t1) {
@@ -208,6 +210,7 @@ static void quantize_run(void *ctx, int t0, int t1) {
     size_t k = (size_t)t->out->n;
     for (int i = t0; i < t1; i++) {
         const float *src = t->x + (size_t)i * k;
+        if (t->add) ml_k_add(t->xw + (size_t)i * k, t->add + (size_t)i * k, (int)k);
         if (t->norm_w) {
             ml_k_rmsnorm(t->normed + (size_t)i * k, src, t->norm_w, (int)k, t->eps);
             src = t->normed + (size_t)i * k;
@@ -221,7 +224,15 @@ void ml_op_quantize_batch(ml_ops *o, ml_qbatch *out, const float *x, int k, int 
                           float eps, float *normed) {
     out->n = k;
     out->n_tok = n_tok;
-    quantize_task t = {out, x, norm_w, normed, eps};
+    quantize_task t = {out, x, norm_w, normed, eps, NULL, NULL};
+    ml_pool_run(o->pool, quantize_run, &t, n_tok);
+}
+
+void ml_op_add_quantize_batch(ml_ops *o, ml_qbatch *out, float *x, const float *add, int k, int n_tok,
+                              const float *norm_w, float eps, float *normed) {
+    out->n = k;
+    out->n_tok = n_tok;
+    quantize_task t = {out, x, norm_w, normed, eps, x, add};
     ml_pool_run(o->pool, quantize_run, &t, n_tok);
 }
 
@@ -233,8 +244,23 @@ void ml_op_dequant_row(float *out, const ml_qtensor *W, int row) {
 
 /* ---- element-wise and per-token float ops ------------------------------- */
 
-void ml_op_add(float *Y, const float *X, int n, int n_tok) {
-    for (int t = 0; t < n_tok; t++) ml_k_add(Y + (size_t)t * (size_t)n, X + (size_t)t * (size_t)n, n);
+/* The per-token float ops of a batch are regions split by token too: run
+ * by one thread between two regions, they would leave the others idle
+ * (and waiting to be woken). */
+typedef struct {
+    float *Y;
+    const float *X;
+    int n;
+} add_task;
+
+static void add_run(void *ctx, int t0, int t1) {
+    const add_task *t = ctx;
+    for (int i = t0; i < t1; i++) ml_k_add(t->Y + (size_t)i * (size_t)t->n, t->X + (size_t)i * (size_t)t->n, t->n);
+}
+
+void ml_op_add(ml_ops *o, float *Y, const float *X, int n, int n_tok) {
+    add_task t = {Y, X, n};
+    ml_pool_run(o->pool, add_run, &t, n_tok);
 }
 
 void ml_op_add_bias(float *Y, const float *b, int n, int n_tok) {
@@ -246,28 +272,52 @@ void ml_op_head_norm(float *X, const float *w, int head_dim, int n_heads, int n_
     for (size_t i = 0; i < n; i++) ml_k_rmsnorm(X + i * (size_t)head_dim, X + i * (size_t)head_dim, w, head_dim, eps);
 }
 
-void ml_op_rope(float *Q, float *K, int pos0, int n_tok, const ml_rope_args *r) {
+typedef struct {
+    float *Q, *K;
+    int pos0;
+    const ml_rope_args *r;
+} rope_task;
+
+static void rope_run(void *ctx, int t0, int t1) {
+    const rope_task *k = ctx;
+    const ml_rope_args *r = k->r;
     size_t half = (size_t)r->head_dim / 2, dim = (size_t)r->n_heads * (size_t)r->head_dim;
     size_t kv_dim = (size_t)r->n_kv_heads * (size_t)r->head_dim;
-    for (int t = 0; t < n_tok; t++) {
-        size_t p = (size_t)(pos0 + t) * half;
-        ml_k_rope(Q + t * dim, K + t * kv_dim, r->cos_t + p, r->sin_t + p, r->head_dim, r->n_heads,
+    for (int t = t0; t < t1; t++) {
+        size_t p = (size_t)(k->pos0 + t) * half;
+        ml_k_rope(k->Q + t * dim, k->K + t * kv_dim, r->cos_t + p, r->sin_t + p, r->head_dim, r->n_heads,
                   r->n_kv_heads);
     }
 }
 
+void ml_op_rope(ml_ops *o, float *Q, float *K, int pos0, int n_tok, const ml_rope_args *r) {
+    rope_task t = {Q, K, pos0, r};
+    ml_pool_run(o->pool, rope_run, &t, n_tok);
+}
+
 void ml_op_softmax(float *x, int n) { ml_k_softmax(x, n); }
 
-/* ---- attention, split by K/V head ------------------------------------- */
+/* ---- attention, split by K/V head and by token ------------------------ */
 
 /* An item is `sub` query heads of one K/V head's group (grouped-query
- * attention: sub = the whole group unless that leaves threads idle). Its
- * heads are scored and summed together, each key and value row read once
- * per block for all of them (ml_k_attn_scores, ml_k_attn_values), tokens in
- * order, each head through its own row of the scores scratch. */
+ * attention: sub = the whole group unless that leaves threads idle) for a
+ * chunk of the batch's tokens. Its heads are scored and summed together,
+ * each key and value row read once per block for all of them
+ * (ml_k_attn_scores, ml_k_attn_values), tokens in order, each head through
+ * its own row of a scores scratch: the model's att rows when a head is one
+ * item (one chunk: decode, one thread, or no batch scratch), else the
+ * item's own rows of the batch's scratch. Several threads split a batch
+ * into chunks of ATTN_CHUNK tokens, the last (with the most keys) first,
+ * so that the items end together: a few items of very different sizes
+ * leave threads idle. */
+#define ATTN_CHUNK 16
+
 typedef struct {
     const ml_attn_args *a;
-    int sub; /* query heads per item: a divisor of the group */
+    int sub;          /* query heads per item: a divisor of the group */
+    int groups;       /* items per chunk: n_heads / sub */
+    int chunks;       /* token chunks (1: the whole batch) */
+    int lds;          /* scratch row of a head (chunks > 1): pos + n_tok */
 } attn_ctx;
 
 static void attention_run(void *ctx, int i0, int i1) {
@@ -278,24 +328,38 @@ static void attention_run(void *ctx, int i0, int i1) {
     int n_tok = a->n_tok > 1 ? a->n_tok : 1;
     float scale = sqrtf((float)hd);
     for (int it = i0; it < i1; it++) {
-        int h = it * c->sub; /* the item's first query head */
+        int h = (it % c->groups) * c->sub; /* the item's first query head */
+        int chunk = c->chunks - 1 - it / c->groups, t0 = 0, t1 = n_tok, lds = a->max_seq;
         int kvo = (h / group) * hd;
         float *att = a->att + (size_t)h * a->max_seq;
-        for (int i = 0; i < n_tok; i++) {
+        if (c->chunks > 1) {
+            t0 = chunk * ATTN_CHUNK;
+            t1 = t0 + ATTN_CHUNK < n_tok ? t0 + ATTN_CHUNK : n_tok;
+            lds = c->lds;
+            att = a->scratch + (size_t)it * (size_t)c->sub * (size_t)lds;
+        }
+        for (int i = t0; i < t1; i++) {
             const float *qh = a->q + (size_t)i * dim + h * hd;
             int len = a->pos + i + 1;
-            ml_k_attn_scores(att, a->max_seq, qh, hd, c->sub, a->kc + kvo, kv_dim, len, hd, scale);
-            for (int g = 0; g < c->sub; g++) ml_k_softmax(att + (size_t)g * a->max_seq, len);
+            ml_k_attn_scores(att, lds, qh, hd, c->sub, a->kc + kvo, kv_dim, len, hd, scale);
+            for (int g = 0; g < c->sub; g++) ml_k_softmax(att + (size_t)g * lds, len);
             float *oh = a->out + (size_t)i * dim + h * hd;
             memset(oh, 0, (size_t)c->sub * (size_t)hd * sizeof *oh);
-            ml_k_attn_values(oh, hd, att, a->max_seq, c->sub, a->vc + kvo, kv_dim, len, hd);
+            ml_k_attn_values(oh, hd, att, lds, c->sub, a->vc + kvo, kv_dim, len, hd);
         }
     }
 }
 
 void ml_op_attention(ml_ops *o, const ml_attn_args *a) {
     /* Halve the group while there are fewer items than threads (MQA). */
-    attn_ctx c = {a, a->n_heads / a->n_kv_heads};
+    attn_ctx c = {a, a->n_heads / a->n_kv_heads, 0, 1, 0};
     while (c.sub % 2 == 0 && a->n_heads / c.sub < o->n_threads) c.sub /= 2;
-    ml_pool_run(o->pool, attention_run, &c, a->n_heads / c.sub);
+    c.groups = a->n_heads / c.sub;
+    if (o->n_threads > 1 && a->n_tok > ATTN_CHUNK && a->scratch) {
+        c.chunks = (a->n_tok + ATTN_CHUNK - 1) / ATTN_CHUNK;
+        c.lds = a->pos + a->n_tok;
+        /* every item's rows: chunks * n_heads rows of lds scores */
+        if ((size_t)c.chunks * (size_t)a->n_heads * (size_t)c.lds > a->scratch_n) c.chunks = 1;
+    }
+    ml_pool_run(o->pool, attention_run, &c, c.groups * c.chunks);
 }

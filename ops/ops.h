@@ -70,16 +70,22 @@ void ml_op_quantize(ml_qact *out, const float *x, int k);
 void ml_op_quantize_batch(ml_ops *o, ml_qbatch *out, const float *x, int k, int n_tok, const float *norm_w,
                           float eps, float *normed);
 
+/* The residual add and the next norm in one region: per token, x[t] +=
+ * add[t] (ml_op_add's kernel), then ml_op_quantize_batch of x[t]. */
+void ml_op_add_quantize_batch(ml_ops *o, ml_qbatch *out, float *x, const float *add, int k, int n_tok,
+                              const float *norm_w, float eps, float *normed);
+
 /* out = row `row` of W, dequantized to float (the embedding lookup).
  * out: (W->cols). */
 void ml_op_dequant_row(float *out, const ml_qtensor *W, int row);
 
 /* ---- element-wise and per-token float ops (single-threaded: each is a
- * pass over a few rows, cheaper than waking the pool) ---- */
+ * pass over a few rows, cheaper than waking the pool; the residual add and
+ * RoPE, which run over every token of a batch, are regions split by token) ---- */
 
-/* The residual add of a batch: Y[t] += X[t] for t < n_tok.
+/* The residual add of a batch: Y[t] += X[t] for t < n_tok, split by token.
  * Y, X: (n_tok, n). */
-void ml_op_add(float *Y, const float *X, int n, int n_tok);
+void ml_op_add(ml_ops *o, float *Y, const float *X, int n, int n_tok);
 
 /* A bias added to every token of a batch: Y[t] += b for t < n_tok, in
  * element order (the add kernel: one rounding per element, the same on
@@ -90,14 +96,14 @@ void ml_op_add_bias(float *Y, const float *b, int n, int n_tok);
  * X: (n_tok, n_heads, head_dim), w: (head_dim); the rmsnorm kernel per head. */
 void ml_op_head_norm(float *X, const float *w, int head_dim, int n_heads, int n_tok, float eps);
 
-/* RoPE of n_tok tokens at positions pos0 .. pos0+n_tok-1, in place:
+/* RoPE of n_tok tokens at positions pos0 .. pos0+n_tok-1, in place, split by token:
  * Q: (n_tok, n_heads * head_dim), K: (n_tok, n_kv_heads * head_dim),
  * cos_t, sin_t: (max_seq, head_dim/2) tables, row p for position p. */
 typedef struct {
     const float *cos_t, *sin_t;
     int head_dim, n_heads, n_kv_heads;
 } ml_rope_args;
-void ml_op_rope(float *Q, float *K, int pos0, int n_tok, const ml_rope_args *r);
+void ml_op_rope(ml_ops *o, float *Q, float *K, int pos0, int n_tok, const ml_rope_args *r);
 
 /* x = softmax(x) in place. x: (n). */
 void ml_op_softmax(float *x, int n);
@@ -105,7 +111,8 @@ void ml_op_softmax(float *x, int n);
 /* Causal multi-head attention of n_tok tokens at positions pos .. pos+n_tok-1
  * (0 is taken as 1: one token): token t attends to positions 0..pos+t of one
  * layer's KV cache, which holds every token of the batch already. Items are
- * heads; each (token, head) is computed exactly as for that token alone. */
+ * heads (and chunks of tokens, with several threads and a scratch); each
+ * (token, head) is computed exactly as for that token alone. */
 typedef struct {
     const float *q;   /* (n_tok, n_heads, head_dim) */
     const float *kc;  /* (max_seq, kv_dim) keys of this layer */
@@ -114,6 +121,11 @@ typedef struct {
     float *out;       /* (n_tok, n_heads, head_dim) */
     int pos, n_heads, n_kv_heads, head_dim, max_seq;
     int n_tok;
+    /* Optional (NULL: none): scratch of scratch_n floats that several
+     * threads split a batch's scores in, by token chunk; it may not overlap
+     * q, the caches or out. */
+    float *scratch;
+    size_t scratch_n;
 } ml_attn_args;
 void ml_op_attention(ml_ops *o, const ml_attn_args *a);
 
