@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Issue 26's kernel-level bound: a build's matmul of TOKENS tokens against
+# its matvec (a decode step's kernel), hot (one matrix, in cache) and cold
+# (COPIES matrices, streamed from memory), Q8_0 and Q4_0 with fp16 scales,
+# 1 thread, in ns per 16 rows x 1 block (driver: tools/time_matmul.c). The
+# matmul's hot figure over the matvec's cold one is the least a verification
+# of TOKENS tokens can cost in decode steps, however well it prefetches.
+# usage: tools/time_matmul.sh [ISA]   (default: the best build for this CPU)
+# env: HOT="ROWS COLS" (default "256 2048": 288-544 KiB, in L2), COLD="ROWS
+#      COLS COPIES" (default "5632 2048 50": 288-577 MB), TOKENS (default 8),
+#      REPS (default 20 hot, 3 cold)
+set -eu
+cd "$(dirname "$0")/.."
+if [ $# -ge 1 ]; then
+    isa=$1
+else # the scalar build's probe names the best build (as make run does)
+    make -s -j2 ISA=scalar build/scalar/ml_run >&2
+    isa=$(bash tools/pick_isa.sh build/scalar/ml_run)
+fi
+: "${HOT:=256 2048}" "${COLD:=5632 2048 50}" "${TOKENS:=8}"
+build=$(make -s ISA="$isa" print-build)
+make -s -j2 ISA="$isa" "$build/ml_run" >&2
+bin=$build/time_matmul
+gen=$(ls -d build/gen-* | head -1)
+cc -std=c11 -O2 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -I. -I"$build/gen" -I"$gen" -DML_ISA="$isa" \
+    tools/time_matmul.c $(find "$build/obj/kernels" -name '*.o') -o "$bin" -lm
+read -r hr hc <<<"$HOT"
+read -r cr cc_ copies <<<"$COLD"
+echo "$isa build, $TOKENS tokens, 1 thread"
+for t in q8 q4; do
+    "$bin" $t "$hr" "$hc" "$TOKENS" 1 "${REPS:-20}" | sed 's/^/hot:  /'
+    "$bin" $t "$cr" "$cc_" "$TOKENS" "$copies" "${REPS:-3}" | sed 's/^/cold: /'
+done
