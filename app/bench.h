@@ -38,9 +38,6 @@ double ml_bench_time_call(void (*fn)(void *ctx), void *ctx);
  * rewritten; NULL clears it): long runs show progress, pipes stay clean. */
 void ml_bench_progress(const char *fmt, ...);
 
-/* n bytes, 64-byte aligned (2 MiB-aligned and huge pages when large); ml_aligned_free() (core/mem.h). */
-void *ml_bench_alloc(size_t n);
-
 /* ---- bench_kernels.c: 0 or an exit code ---- */
 int ml_bench_matvecs(const ml_bench_opts *o, int wtype, ml_rng *rng);
 int ml_bench_vectors(const ml_bench_opts *o, ml_rng *rng);

@@ -16,7 +16,7 @@
 #define BW_BYTES ((size_t)1 << 30)
 
 int ml_bench_bw_init(ml_bench_bw *bw) {
-    bw->buf = ml_bench_alloc(BW_BYTES);
+    bw->buf = ml_large_alloc(BW_BYTES);
     if (bw->buf) memset(bw->buf, 1, BW_BYTES); /* pages in before timing */
     return bw->buf != NULL;
 }

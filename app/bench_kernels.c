@@ -50,11 +50,11 @@ static int bench_one_matvec(const ml_bench_opts *o, ml_ops *ops, const mv_shape 
     size_t n = (size_t)s->rows * s->cols, qb = (size_t)ml_quant_bytes(wtype, n), db = n / ML_QK * ml_scale_bytes(st);
     mv_ctx c = {
         .ops = ops,
-        .y = ml_bench_alloc((size_t)s->rows * MM_TOKENS * 4),
-        .W = {.q = ml_bench_alloc(qb), .d = ml_bench_alloc(db), .rows = s->rows, .cols = s->cols, .type = (uint8_t)wtype,
+        .y = ml_large_alloc((size_t)s->rows * MM_TOKENS * 4),
+        .W = {.q = ml_large_alloc(qb), .d = ml_large_alloc(db), .rows = s->rows, .cols = s->cols, .type = (uint8_t)wtype,
               .stype = (uint8_t)st},
-        .x = {.q = ml_bench_alloc((size_t)s->cols), .d = ml_bench_alloc((size_t)s->cols / ML_QK * 4), .n = s->cols},
-        .X = {.q = ml_bench_alloc((size_t)s->cols * MM_TOKENS), .d = ml_bench_alloc((size_t)s->cols / ML_QK * 4 * MM_TOKENS),
+        .x = {.q = ml_large_alloc((size_t)s->cols), .d = ml_large_alloc((size_t)s->cols / ML_QK * 4), .n = s->cols},
+        .X = {.q = ml_large_alloc((size_t)s->cols * MM_TOKENS), .d = ml_large_alloc((size_t)s->cols / ML_QK * 4 * MM_TOKENS),
               .n = s->cols, .n_tok = MM_TOKENS},
     };
     int rc = ML_EXIT_OK;
@@ -180,8 +180,8 @@ int ml_bench_vectors(const ml_bench_opts *o, ml_rng *rng) {
             int n = sizes[k];
             const vec_call *c = vec_kernels[w].call;
             if (!c->run || (n == 32000 && !c->vocab)) continue; /* not a width this runs at */
-            vec_timed t = {{ml_bench_alloc((size_t)n * 4), ml_bench_alloc((size_t)n * 4), ml_bench_alloc((size_t)n * 4),
-                            {ml_bench_alloc((size_t)n), ml_bench_alloc((size_t)n / ML_QK * 4), n}, n}, c->run};
+            vec_timed t = {{ml_large_alloc((size_t)n * 4), ml_large_alloc((size_t)n * 4), ml_large_alloc((size_t)n * 4),
+                            {ml_large_alloc((size_t)n), ml_large_alloc((size_t)n / ML_QK * 4), n}, n}, c->run};
             vec_ctx *v = &t.v;
             int ok = v->a && v->b && v->c && v->qa.q && v->qa.d;
             if (ok) {

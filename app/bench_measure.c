@@ -1,4 +1,4 @@
-/* How ml_bench measures: repeated timing, medians, large aligned buffers. */
+/* How ml_bench measures: repeated timing and medians. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,11 +12,6 @@
 
 #include "app/bench.h"
 #include "app/cli.h"
-#include "core/mem.h"
-
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -54,13 +49,4 @@ double ml_bench_time_call(void (*fn)(void *ctx), void *ctx) {
         if (dt > 0.05 || calls > (1 << 24)) return dt / calls;
         calls *= dt > 0.005 ? 4 : 16;
     }
-}
-
-void *ml_bench_alloc(size_t n) {
-    size_t align = n >= (2u << 20) ? (2u << 20) : 64;
-    void *p = ml_aligned_alloc(align, n);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (p && align > 64) madvise(p, (n + align - 1) / align * align, MADV_HUGEPAGE);
-#endif
-    return p;
 }

@@ -215,7 +215,7 @@ static int bench_shape(const ml_bench_opts *o, const ml_bench_bw *bw, const ml_b
     }
     if (o->f16_scales) ml_mlb_header_f16_scales(&h);
     size_t size = (size_t)ml_mlb_random_bytes(&h);
-    unsigned char *img = ml_bench_alloc(size);
+    unsigned char *img = ml_large_alloc(size);
     if (!img) {
         fprintf(stderr, "ml_bench: out of memory building %s\n", s->name);
         return ML_EXIT_FAIL;

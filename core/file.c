@@ -1,9 +1,5 @@
 /* A 32-bit stat() must see files over 2 GiB, to say why they cannot load. */
 #define _FILE_OFFSET_BITS 64
-/* madvise(MADV_HUGEPAGE) is a Linux extension beyond POSIX. */
-#if defined(__linux__) && !defined(_DEFAULT_SOURCE)
-#define _DEFAULT_SOURCE
-#endif
 #include "core/file.h"
 
 #include <errno.h>
@@ -26,19 +22,11 @@
 #include <sys/mman.h>
 #endif
 
-/* Huge-page alignment for large buffers, so THP can back them. */
-#define HUGE_ALIGN (2u << 20)
-
 /* ---- read fallback: the whole file in one aligned heap buffer ---------- */
 static ml_status read_whole(ml_file *f, FILE *fp, const char *path, size_t size, ml_err *err) {
-    size_t align = size >= HUGE_ALIGN ? HUGE_ALIGN : ML_ALIGN;
-    size_t cap = (size + align - 1) / align * align;
-    unsigned char *buf = ml_aligned_alloc(align, cap);
+    unsigned char *buf = ml_large_alloc(size);
     if (!buf) return ml_errf(err, ML_E_NOMEM, "%s: cannot allocate %zu bytes to read it%s", path, size,
                              ML_ADDR32_HINT);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (align == HUGE_ALIGN) madvise(buf, cap, MADV_HUGEPAGE); /* a hint: failure is harmless */
-#endif
     if (fread(buf, 1, size, fp) != size) {
         ml_aligned_free(buf);
         return ml_errf(err, ML_E_IO, "%s: short read (expected %zu bytes)", path, size);

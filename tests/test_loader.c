@@ -6,11 +6,20 @@
  * tensor table lays them out (model/mlb.h), one "name layer q|d|f offset
  * bytes" line each, then "end <file bytes>": tests/test_mlb_layout.py
  * compares it with tools/mlb.py. */
+/* madvise and MAP_ANONYMOUS, for the huge-page check: beyond POSIX. */
+#if defined(__linux__) && !defined(_DEFAULT_SOURCE)
+#define _DEFAULT_SOURCE
+#endif
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
+#include "core/mem.h"
 #include "model/mlb_random.h"
 #include "model/model.h"
 #include "tests/testlib.h"
@@ -31,6 +40,50 @@ static uint64_t write_valid(uint32_t wtype, uint32_t shared) {
     ml_err err;
     CHECK(ml_mlb_random_write(path, &h, 1, &err) == ML_OK, "write the model: %s", err.msg);
     return ml_mlb_random_bytes(&h);
+}
+
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+/* Whether the mapping holding p carries the huge-page advice ("hg" among
+ * its VmFlags in /proc/self/smaps): 1 or 0, -1 when smaps does not say. */
+static int huge_advised(const void *p) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f) return -1;
+    char line[1024];
+    int in = 0, said = -1;
+    while (said < 0 && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        char sp;
+        if (sscanf(line, "%lx-%lx%c", &lo, &hi, &sp) == 3 && sp == ' ')
+            in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+        else if (in && !strncmp(line, "VmFlags:", 8))
+            said = strstr(line, " hg") != NULL;
+    }
+    fclose(f);
+    return said;
+}
+#endif
+
+/* ml_large_alloc: a block from 2 MiB up is 2 MiB-aligned and advised for
+ * huge pages (where this system shows the advice: a mapping advised here
+ * first, for comparison; qemu-user and kernels without THP do not), a
+ * small one ML_ALIGN-aligned. */
+static void test_large_alloc(void) {
+    int f0 = tl_failed;
+    const size_t big = (size_t)5 << 20;
+    unsigned char *b = ml_large_alloc(big), *s = ml_large_alloc(1000);
+    CHECK(b && (uintptr_t)b % ((size_t)2 << 20) == 0, "a 5 MiB block: 2 MiB-aligned, got %p", (void *)b);
+    CHECK(s && (uintptr_t)s % ML_ALIGN == 0, "a 1000-byte block: %d-byte aligned, got %p", ML_ALIGN, (void *)s);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    const size_t cn = (size_t)4 << 20;
+    void *c = mmap(NULL, cn, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    int shown = c != MAP_FAILED && madvise(c, cn, MADV_HUGEPAGE) == 0 && huge_advised(c) == 1;
+    if (c != MAP_FAILED) munmap(c, cn);
+    if (!b || !shown) SKIP("huge-page advice: this system does not show it in /proc/self/smaps");
+    else CHECK(huge_advised(b) == 1, "the 5 MiB block is advised for huge pages (smaps VmFlags hg)");
+#endif
+    ml_aligned_free(b);
+    ml_aligned_free(s);
+    GROUP_DONE("large blocks (weights read into memory, benchmark buffers) are 2 MiB-aligned, for huge pages", f0);
 }
 
 static void expect(ml_status want, const char *field, const char *what) {
@@ -237,6 +290,7 @@ int ml_main(int argc, char **argv) {
         ml_model_close(&m);
     }
     GROUP_DONE("the arena is exactly the size of the buffers carved from it, with a batch of one and more", f0);
+    test_large_alloc();
 
     /* ---- header fields ---- */
     f0 = tl_failed;
