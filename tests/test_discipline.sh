@@ -20,13 +20,15 @@ cd "$(dirname "$0")/.."
 # the speculation context (sized once at set-up), the library's handles
 # (api/: a model's, a chat's and a sampler's, at open); the GGUF reader and
 # converter (model/gguf*.c: before a load, converting ml_run -m X.gguf);
-# core/mem.c is the aligned allocator the first two call (its own callers
-# are checked like any allocation: ml_aligned_alloc is in ALLOC_RE; "-" is
-# file scope, i.e. its declaration and definition).
+# core/mem.c holds the aligned allocators the first two call (their own
+# callers are checked like any allocation: ml_aligned_alloc and
+# ml_large_alloc are in ALLOC_RE; "-" is file scope, i.e. their declarations
+# and definitions).
 ALLOC_ALLOWED="
 core/mem.h:-
 core/mem.c:-
 core/mem.c:ml_aligned_alloc
+core/mem.c:ml_large_alloc
 core/arena.c:ml_arena_init
 core/file.c:read_whole
 core/threads.c:ml_pool_create
@@ -47,7 +49,7 @@ api/sampler.c:lml_sampler_open
 LIB_DIRS="core model ops kernels config api"
 PRINT_RE='exit|_Exit|_exit|quick_exit|abort|assert|printf|fprintf|vprintf|vfprintf|dprintf|puts|fputs|putchar|perror'
 STREAM_RE='stdout|stderr'
-ALLOC_RE='malloc|calloc|realloc|aligned_alloc|ml_aligned_alloc|_aligned_malloc|posix_memalign|memalign|valloc|strdup|strndup'
+ALLOC_RE='malloc|calloc|realloc|aligned_alloc|ml_aligned_alloc|ml_large_alloc|_aligned_malloc|posix_memalign|memalign|valloc|strdup|strndup'
 
 # Prints "file:line:function:name" for every call of a function matching
 # $2 (an identifier followed by "(") and every use of an identifier matching
