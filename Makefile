@@ -127,7 +127,7 @@ TESTS      := $(patsubst tests/%.c,$(BUILD)/%,$(TEST_SRC))
 
 # `make` without ISA: the best build for this CPU (best); with ISA=x: all of build x.
 .DEFAULT_GOAL := $(if $(filter auto,$(RUN_ISA)),best,all)
-.PHONY: best lib lib-files install print-isas all progs help test check check-builds test-all run clean print-build print-progs bench bench-all bench-vs-llamacpp fuzz fuzz-bins dist
+.PHONY: best lib lib-files install print-isas all progs help test check check-builds test-all run clean print-build print-gen print-progs bench bench-all bench-vs-llamacpp fuzz fuzz-bins dist
 all: $(PROGS) $(TESTS)
 progs: $(PROGS)
 
@@ -283,6 +283,9 @@ check: check-builds
 
 print-build:
 	@echo $(BUILD)
+# Where this build's shared generated header lives (tools that compile against a build's objects).
+print-gen:
+	@echo $(GEN_SHARED)
 print-progs:
 	@echo $(PROGS)
 # The ISAs this compiler builds (its architecture's), lowest first: the Python package's builds.

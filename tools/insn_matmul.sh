@@ -40,7 +40,7 @@ for row in "${ROWS[@]}"; do
     [ -z "${CC_OVERRIDE:-}" ] || cc="$CC_OVERRIDE --target=${cross%-} -fuse-ld=lld"
     bin=$out/$(basename "$build")
     # the kernel objects of the build's chain, with its own flags
-    $cc -std=c11 -O2 -I. -I"$build/gen" -DML_ISA="$isa" tools/insn_matmul.c \
+    $cc -std=c11 -O2 -I. -I"$build/gen" -I"$(make -s "${args[@]}" print-gen)" -DML_ISA="$isa" tools/insn_matmul.c \
         $(find "$build/obj/kernels" -name '*.o') -o "$bin" -lm
     cells=()
     for t in q8 q4; do

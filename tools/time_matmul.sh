@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 26's kernel-level bound: a build's matmul of TOKENS tokens against
+# Speculative verification's kernel-level bound: a build's matmul of TOKENS tokens against
 # its matvec (a decode step's kernel), hot (one matrix, in cache) and cold
 # (COPIES matrices, streamed from memory), Q8_0 and Q4_0 with fp16 scales,
 # 1 thread, in ns per 16 rows x 1 block (driver: tools/time_matmul.c). The
@@ -21,7 +21,7 @@ fi
 build=$(make -s ISA="$isa" print-build)
 make -s -j2 ISA="$isa" "$build/ml_run" >&2
 bin=$build/time_matmul
-gen=$(ls -d build/gen-* | head -1)
+gen=$(make -s ISA="$isa" print-gen)
 cc -std=c11 -O2 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -I. -I"$build/gen" -I"$gen" -DML_ISA="$isa" \
     tools/time_matmul.c $(find "$build/obj/kernels" -name '*.o') -o "$bin" -lm
 read -r hr hc <<<"$HOT"
