@@ -11,6 +11,7 @@
 #include "app/exit_codes.h"
 #include "config/ml_config.h"
 #include "core/quant.h"
+#include "core/tune.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -33,6 +34,8 @@ static void usage(FILE *f) {
             "                   most half of the available memory; else mapped)\n"
             "  --mmap           with -m: map the file\n"
             "  --f16-scales     random weights with fp16 block scales (.mlb version 2, stype 1)\n"
+            "  --prefetch P     where the matvecs prefetch weights: l1 | l2 | auto (default:\n"
+            "                   auto, the CPU's choice: l1 on AMD, else l2; same results)\n"
             "  --bw             after each model figure, the memory read bandwidth with as\n"
             "                   many threads (1 GiB buffer) and the figure's share of it\n"
             "  --rows           also print a '#row KIND ISA NAME VALUE' line per figure,\n"
@@ -63,7 +66,8 @@ static int parse(int argc, char **argv, ml_bench_opts *o) {
         if (!strcmp(a, "--bw")) { o->bw = 1; continue; }
         if (!strcmp(a, "--rows")) { o->rows = 1; continue; }
         if (!strcmp(a, "--f16-scales")) { o->f16_scales = 1; continue; }
-        static const char *const valued[] = {"--shape", "-m", "--wtype", "-t", "--tokens", "--reps", "-p", "-b", "-d"};
+        static const char *const valued[] = {"--shape", "-m",  "--wtype", "-t", "--tokens",
+                                             "--reps",  "-p",  "-b",      "-d", "--prefetch"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(a, valued[k]);
         if (!known) return bad("unknown option", a);
@@ -102,6 +106,9 @@ static int parse(int argc, char **argv, ml_bench_opts *o) {
         } else if (!strcmp(a, "-b")) {
             if (!ml_cli_int(v, 1, ML_CLI_MAX_BATCH, &n)) return bad("-b: expected a prompt batch size >= 1", v);
             o->batch = (int)n;
+        } else if (!strcmp(a, "--prefetch")) {
+            if (!strcmp(v, "l1") || !strcmp(v, "l2")) ml_set_prefetch_l1(v[1] == '1');
+            else if (strcmp(v, "auto")) return bad("--prefetch: expected l1, l2 or auto", v);
         } else if (!strcmp(a, "--reps")) {
             if (!ml_cli_int(v, 1, 64, &n)) return bad("--reps: expected 1..64", v);
             o->reps = (int)n;
@@ -116,7 +123,8 @@ int ml_main(int argc, char **argv) {
     if (rc >= 0) return rc;
     rc = ML_EXIT_OK;
     ml_rng rng = {0x243F6A8885A308D3ull};
-    printf("ml_bench: %s build, median of %d runs\n", ML_ISA_NAME, o.reps);
+    printf("ml_bench: %s build, median of %d runs, prefetch into %s\n", ML_ISA_NAME, o.reps,
+           ml_prefetch_l1() ? "L1" : "L2");
     if (o.kernels && !o.model_path) {
         printf("kernels (single thread):\n");
         for (int w = 0; w < o.n_wtypes && !rc; w++) rc = ml_bench_matvecs(&o, o.wtypes[w], &rng);

@@ -7,6 +7,8 @@
  * is plain C that tests/test_isa_check.c drives with recorded CPUs. */
 #include "core/isa_check.h"
 
+#include "core/tune.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -143,6 +145,10 @@ ML_GUARD_FN void ml_x86_read(ml_x86_regs *r) {
     r->max_leaf = (uint32_t)__get_cpuid_max(0, NULL); /* 0 on an i386 without CPUID */
 #endif
     if (r->max_leaf >= 1) {
+        cpuid(0, 0, v);
+        r->vendor[0] = v[1];
+        r->vendor[1] = v[3];
+        r->vendor[2] = v[2];
         cpuid(1, 0, v);
         r->l1_ecx = v[2];
         r->l1_edx = v[3];
@@ -195,9 +201,15 @@ ML_GUARD_FN void ml_x86_decode(const ml_x86_regs *r, ml_cpu_features *f) {
         if ((r->xcr0 & 0xe0) == 0xe0) has |= F(OS_ZMM);
     }
     f->has = has;
-    snprintf(f->source, sizeof f->source, "cpuid max leaf 0x%x, leaf 7 max sub-leaf %u, xcr0 0x%llx",
+    /* the vendor string, little-endian words EBX EDX ECX; AMD and Hygon
+     * (Zen under another name) prefetch into L1 (core/tune.h) */
+    char vendor[13] = "";
+    if (r->max_leaf >= 1)
+        for (int i = 0; i < 12; i++) vendor[i] = (char)(r->vendor[i / 4] >> (8 * (i % 4)));
+    f->amd = strcmp(vendor, "AuthenticAMD") == 0 || strcmp(vendor, "HygonGenuine") == 0;
+    snprintf(f->source, sizeof f->source, "cpuid max leaf 0x%x, leaf 7 max sub-leaf %u, xcr0 0x%llx%s%s",
              (unsigned)r->max_leaf, (unsigned)(r->max_leaf >= 7 ? r->l7_eax : 0),
-             (unsigned long long)((has & F(OSXSAVE)) ? r->xcr0 : 0));
+             (unsigned long long)((has & F(OSXSAVE)) ? r->xcr0 : 0), vendor[0] ? ", " : "", vendor);
 }
 
 /* Linux hwcap bits, defined here because older headers lack some. */
@@ -408,7 +420,10 @@ ML_GUARD_FN void ml_isa_report_json_for(ml_build b, const ml_cpu_features *f, ch
 ML_GUARD_FN ml_status ml_isa_check(ml_err *err) {
     ml_cpu_features f;
     ml_cpu_detect(&f);
-    return ml_isa_check_for(ml_build_this(), &f, err);
+    const ml_status s = ml_isa_check_for(ml_build_this(), &f, err);
+    /* only now may this build's code run */
+    if (s == ML_OK) ml_set_prefetch_l1(f.amd);
+    return s;
 }
 
 ML_GUARD_FN void ml_isa_report(char *buf, size_t len) {

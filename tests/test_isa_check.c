@@ -6,35 +6,38 @@
 
 #include "config/ml_config.h"
 #include "core/isa_check.h"
+#include "core/tune.h"
 #include "tests/testlib.h"
 
 #define F(x) ML_FBIT(ML_F_##x)
 
-/* {max_leaf, l1_ecx, l1_edx, l7_eax, l7_ebx, l7_ecx, l7s1_eax, xcr0} */
+/* {max_leaf, l1_ecx, l1_edx, l7_eax, l7_ebx, l7_ecx, l7s1_eax, xcr0, vendor}; the vendor
+ * words (leaf 0) recorded on the EPYC host only, {0} where not recorded */
 typedef struct { const char *name; ml_x86_regs r; } x86_cpu;
 
 static const x86_cpu epyc = {"AMD EPYC host (AVX-512 + AVX-VNNI)",
-    {0x1c, 0xfffa3203, 0x1f8bfbff, 0x2, 0xf1bf2ffb, 0x1a415f46, 0x00001c30, 0xe7}};
+    {0x1c, 0xfffa3203, 0x1f8bfbff, 0x2, 0xf1bf2ffb, 0x1a415f46, 0x00001c30, 0xe7,
+     {0x68747541, 0x69746e65, 0x444d4163}}};
 static const x86_cpu qemu64 = {"qemu -cpu qemu64",
-    {0xd, 0x80002001, 0x078bfbfd, 0x0, 0x0, 0x0, 0x0, 0x0}};
+    {0xd, 0x80002001, 0x078bfbfd, 0x0, 0x0, 0x0, 0x0, 0x0, {0}}};
 static const x86_cpu core2duo = {"qemu -cpu core2duo",
-    {0xa, 0x80002209, 0x0fcbfbfd, 0x0, 0x0, 0x0, 0x0, 0x0}};
+    {0xa, 0x80002209, 0x0fcbfbfd, 0x0, 0x0, 0x0, 0x0, 0x0, {0}}};
 static const x86_cpu nehalem = {"qemu -cpu Nehalem",
-    {0xb, 0x80982201, 0x078bfbfd, 0x0, 0x0, 0x0, 0x0, 0x0}};
+    {0xb, 0x80982201, 0x078bfbfd, 0x0, 0x0, 0x0, 0x0, 0x0, {0}}};
 static const x86_cpu westmere = {"qemu -cpu Westmere",
-    {0xb, 0x82982203, 0x078bfbfd, 0x0, 0x0, 0x0, 0x0, 0x0}};
+    {0xb, 0x82982203, 0x078bfbfd, 0x0, 0x0, 0x0, 0x0, 0x0, {0}}};
 static const x86_cpu sandybridge = {"qemu -cpu SandyBridge",
-    {0xd, 0x9e982203, 0x078bfbfd, 0x0, 0x0, 0x0, 0x0, 0x7}};
+    {0xd, 0x9e982203, 0x078bfbfd, 0x0, 0x0, 0x0, 0x0, 0x7, {0}}};
 static const x86_cpu haswell = {"qemu -cpu Haswell",
-    {0xd, 0xfed83203, 0x078bfbfd, 0x0, 0x000003a9, 0x0, 0x0, 0x7}};
+    {0xd, 0xfed83203, 0x078bfbfd, 0x0, 0x000003a9, 0x0, 0x0, 0x7, {0}}};
 static const x86_cpu qmax = {"qemu -cpu max",
-    {0xd, 0xfed8320b, 0x0fcbfbfd, 0x0, 0x01d843a9, 0x8001020c, 0x0, 0x21f}};
+    {0xd, 0xfed8320b, 0x0fcbfbfd, 0x0, 0x01d843a9, 0x8001020c, 0x0, 0x21f, {0}}};
 static const x86_cpu qmax_nofma = {"qemu -cpu max,-fma",
-    {0xd, 0xfed8220b, 0x0fcbfbfd, 0x0, 0x01d843a9, 0x8001020c, 0x0, 0x21f}};
+    {0xd, 0xfed8220b, 0x0fcbfbfd, 0x0, 0x01d843a9, 0x8001020c, 0x0, 0x21f, {0}}};
 static const x86_cpu pentium3 = {"qemu-i386 -cpu pentium3 (SSE, no SSE2)",
-    {0x3, 0x80000000, 0x0383fbfd, 0x0, 0x0, 0x0, 0x0, 0x0}};
+    {0x3, 0x80000000, 0x0383fbfd, 0x0, 0x0, 0x0, 0x0, 0x0, {0}}};
 static const x86_cpu valgrind = {"valgrind on the EPYC host",
-    {0xd, 0x7ffafbff, 0xbfebfbff, 0x0, 0x000427aa, 0x0, 0x0, 0x7}};
+    {0xd, 0x7ffafbff, 0xbfebfbff, 0x0, 0x000427aa, 0x0, 0x0, 0x7, {0}}};
 
 static ml_cpu_features x86(const x86_cpu *c) {
     ml_cpu_features f;
@@ -159,6 +162,39 @@ static void test_decode_rules(void) {
     ml_x86_decode(&r, &f);
     CHECK((f.has & F(OS_YMM)) && !(f.has & F(OS_ZMM)), "xcr0 0x67: YMM but no ZMM state");
     GROUP_DONE("decode rules: max leaf, sub-leaf count, OSXSAVE/XCR0", before);
+}
+
+/* The vendor (leaf 0: EBX EDX ECX, little-endian) picks where the matvecs
+ * prefetch (config/ml_kernels.h): AMD and Hygon into L1, others into L2;
+ * the features do not depend on it. */
+static void test_vendor(void) {
+    int before = tl_failed;
+    static const struct { const char *name; uint32_t w[3]; int amd; } vendors[] = {
+        {"AuthenticAMD", {0x68747541, 0x69746e65, 0x444d4163}, 1},
+        {"HygonGenuine", {0x6f677948, 0x6e65476e, 0x656e6975}, 1},
+        {"GenuineIntel", {0x756e6547, 0x49656e69, 0x6c65746e}, 0},
+        {"(none)", {0, 0, 0}, 0},
+    };
+    ml_cpu_features plain;
+    ml_x86_decode(&epyc.r, &plain);
+    for (size_t i = 0; i < sizeof vendors / sizeof vendors[0]; i++) {
+        ml_x86_regs r = epyc.r;
+        memcpy(r.vendor, vendors[i].w, sizeof r.vendor);
+        ml_cpu_features f;
+        ml_x86_decode(&r, &f);
+        CHECK(f.amd == vendors[i].amd, "vendor %s: amd %d, got %d", vendors[i].name, vendors[i].amd, f.amd);
+        CHECK(f.has == plain.has, "vendor %s: the features do not change", vendors[i].name);
+        if (vendors[i].w[0])
+            CHECK(strstr(f.source, vendors[i].name) != NULL, "source names %s: %s", vendors[i].name, f.source);
+    }
+    /* max leaf 0: the vendor words are not trusted either */
+    ml_x86_regs r = epyc.r;
+    memcpy(r.vendor, vendors[0].w, sizeof r.vendor);
+    r.max_leaf = 0;
+    ml_cpu_features f;
+    ml_x86_decode(&r, &f);
+    CHECK(!f.amd, "max leaf 0: no vendor");
+    GROUP_DONE("vendor: AMD and Hygon prefetch into L1, others into L2", before);
 }
 
 static void test_x86_verdicts(void) {
@@ -318,6 +354,10 @@ static void test_host(void) {
     int before = tl_failed;
     ml_err e;
     CHECK(ml_isa_check(&e) == ML_OK, "host check passes in a running binary");
+    ml_cpu_features f;
+    ml_cpu_detect(&f);
+    CHECK(ml_prefetch_l1() == f.amd, "the check set the kernels' prefetch for this CPU: %d, amd %d",
+          ml_prefetch_l1(), f.amd);
     char buf[2048];
     ml_isa_report(buf, sizeof buf);
     CHECK(strstr(buf, "this build  : supported") || strstr(buf, "assumed supported"), "host report:\n%s", buf);
@@ -456,7 +496,7 @@ static void test_json(void) {
         ml_arm_decode(arm[i].a64, arm[i].hwcap, arm[i].hwcap2, &f);
         for (int b = 0; b < ML_BUILD_COUNT; b++) json_agrees(arm[i].name, (ml_build)b, &f);
     }
-    ml_cpu_features none = {ML_ARCH_AARCH64, 0, 0, "no run-time detection on this platform"};
+    ml_cpu_features none = {ML_ARCH_AARCH64, 0, 0, "no run-time detection on this platform", 0};
     json_agrees("undetected", ML_BUILD_SCALAR, &none);
     ml_cpu_features f;
     ml_cpu_detect(&f);
@@ -475,6 +515,7 @@ int ml_main(int argc, char **argv) {
     (void)argc, (void)argv;
     test_decode_recorded();
     test_decode_rules();
+    test_vendor();
     test_x86_verdicts();
     test_no_sse2();
     test_messages();

@@ -37,6 +37,7 @@
 
 #include "config/ml_config.h"
 #include "core/isa_check.h"
+#include "core/tune.h"
 #include "tests/kernel_ref.h"
 #include "tests/testlib.h"
 
@@ -364,8 +365,9 @@ static void matvec_case(tctx *t, ml_type type, int rows, int K, int mode, matvec
 
 static void test_matvec(tctx *t, ml_type type, matvec_fn isa, matvec_fn sc, const char *name) {
     int before = tl_failed;
-    /* 8480: 265 blocks, past the neon_dotprod matvec's chunks of 128 blocks (dotprod_mv.h) */
-    int ks[10] = {32, 64, 96, 288, 768, 2048, 8480}, nk = 7;
+    /* 8480: 265 blocks, past the neon_dotprod matvec's chunks of 128 blocks
+     * (dotprod_mv.h); 480: 15 blocks, a chunk of 16 short of 4 + 3 */
+    int ks[11] = {32, 64, 96, 288, 480, 768, 2048, 8480}, nk = 8;
     /* 31 .. 257: around the row tiles (4 to 64 rows) and groups of 4 tiles
      * of SVE at 128 to 2048 bits; only with K <= 288 (time under qemu) */
     const int rows_list[] = {1, 2, 3, 4, 5, 7, 8, 13, 64, 31, 33, 129, 257};
@@ -377,6 +379,11 @@ static void test_matvec(tctx *t, ml_type type, matvec_fn isa, matvec_fn sc, cons
             if (t->quick && K >= 768 && rows != 5 && rows != 8 && rows != 13) continue;
             if (rows > 64 && K > 288) continue;
             matvec_case(t, type, rows, K, MV_SCALED, isa, sc, name);
+            /* the other prefetch setting (ml_set_prefetch_l1): the same bits */
+            const int l1 = ml_prefetch_l1();
+            ml_set_prefetch_l1(!l1);
+            matvec_case(t, type, rows, K, MV_SCALED, isa, sc, name);
+            ml_set_prefetch_l1(l1);
             if (K <= 512) {
                 matvec_case(t, type, rows, K, MV_UNIT, isa, sc, name);
                 matvec_case(t, type, rows, K, MV_EXTREME, isa, sc, name);
@@ -384,7 +391,10 @@ static void test_matvec(tctx *t, ml_type type, matvec_fn isa, matvec_fn sc, cons
             }
         }
     char what[160];
-    snprintf(what, sizeof what, "%s: exact integer sums, 1e-5 with scales, denormal scales, row ranges, K and rows sweep", name);
+    snprintf(what, sizeof what,
+             "%s: exact integer sums, 1e-5 with scales, denormal scales, row ranges, K and rows sweep, both prefetch "
+             "settings",
+             name);
     GROUP_DONE(what, before);
 }
 

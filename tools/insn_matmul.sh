@@ -41,7 +41,7 @@ for row in "${ROWS[@]}"; do
     bin=$out/$(basename "$build")
     # the kernel objects of the build's chain, with its own flags
     $cc -std=c11 -O2 -I. -I"$build/gen" -I"$(make -s "${args[@]}" print-gen)" -DML_ISA="$isa" tools/insn_matmul.c \
-        $(find "$build/obj/kernels" -name '*.o') -o "$bin" -lm
+        $(find "$build/obj/kernels" -name '*.o') "$build/obj/core/tune.o" -o "$bin" -lm
     cells=()
     for t in q8 q4; do
         per=()

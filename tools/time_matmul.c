@@ -10,12 +10,13 @@
  * The matmul's hot figure against the matvec's cold one is the question:
  * when the batch's compute alone takes longer than streaming the weights,
  * no prefetching makes the batch cheaper than that ratio.
- * usage: time_matmul q8|q4 ROWS COLS TOKENS COPIES REPS
- * Built by the script against a build's kernel objects (-DML_ISA=<isa>). */
+ * usage: time_matmul q8|q4 ROWS COLS TOKENS COPIES REPS [l1|l2]
+ * (l1, l2: where the matvec prefetches, core/tune.h; default l2). Built by the script against a build's kernel objects (-DML_ISA=<isa>). */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+#include "core/tune.h"
 #include "tools/matmul_driver.h"
 
 static double now(void) {
@@ -25,10 +26,11 @@ static double now(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 7) {
-        fprintf(stderr, "usage: time_matmul q8|q4 ROWS COLS TOKENS COPIES REPS\n");
+    if (argc != 7 && argc != 8) {
+        fprintf(stderr, "usage: time_matmul q8|q4 ROWS COLS TOKENS COPIES REPS [l1|l2]\n");
         return 2;
     }
+    ml_set_prefetch_l1(argc == 8 && !strcmp(argv[7], "l1"));
     const int q4 = !strcmp(argv[1], "q4");
     const int rows = atoi(argv[2]), cols = atoi(argv[3]), n_tok = atoi(argv[4]), copies = atoi(argv[5]),
               reps = atoi(argv[6]);

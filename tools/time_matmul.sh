@@ -8,7 +8,8 @@
 # usage: tools/time_matmul.sh [ISA]   (default: the best build for this CPU)
 # env: HOT="ROWS COLS" (default "256 2048": 288-544 KiB, in L2), COLD="ROWS
 #      COLS COPIES" (default "5632 2048 50": 288-577 MB), TOKENS (default 8),
-#      REPS (default 20 hot, 3 cold)
+#      REPS (default 20 hot, 3 cold), PREFETCH=l1|l2 (default: the CPU's
+#      choice, as ml_run makes it: l1 on AMD)
 set -eu
 cd "$(dirname "$0")/.."
 if [ $# -ge 1 ]; then
@@ -23,11 +24,15 @@ make -s -j2 ISA="$isa" "$build/ml_run" >&2
 bin=$build/time_matmul
 gen=$(make -s ISA="$isa" print-gen)
 cc -std=c11 -O2 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -I. -I"$build/gen" -I"$gen" -DML_ISA="$isa" \
-    tools/time_matmul.c $(find "$build/obj/kernels" -name '*.o') -o "$bin" -lm
+    tools/time_matmul.c $(find "$build/obj/kernels" -name '*.o') "$build/obj/core/tune.o" -o "$bin" -lm
+if [ -z "${PREFETCH:-}" ]; then
+    PREFETCH=l2
+    ! "$build/ml_run" --cpu-info | grep -qE 'AuthenticAMD|HygonGenuine' || PREFETCH=l1
+fi
 read -r hr hc <<<"$HOT"
 read -r cr cc_ copies <<<"$COLD"
-echo "$isa build, $TOKENS tokens, 1 thread"
+echo "$isa build, $TOKENS tokens, 1 thread, prefetch into $PREFETCH"
 for t in q8 q4; do
-    "$bin" $t "$hr" "$hc" "$TOKENS" 1 "${REPS:-20}" | sed 's/^/hot:  /'
-    "$bin" $t "$cr" "$cc_" "$TOKENS" "$copies" "${REPS:-3}" | sed 's/^/cold: /'
+    "$bin" $t "$hr" "$hc" "$TOKENS" 1 "${REPS:-20}" "$PREFETCH" | sed 's/^/hot:  /'
+    "$bin" $t "$cr" "$cc_" "$TOKENS" "$copies" "${REPS:-3}" "$PREFETCH" | sed 's/^/cold: /'
 done

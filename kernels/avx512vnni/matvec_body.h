@@ -36,6 +36,7 @@
 #include <stdint.h>
 
 #include "config/ml_kernels.h"
+#include "core/tune.h"
 #include "kernels/avx512vnni/avx512_dot.h"
 #include "kernels/kernel_util.h"
 
@@ -102,25 +103,23 @@ ML_INLINE void ml_avx512_addrs(const int8_t **g, const int8_t *a, size_t s, int 
 /* A step's prefetches, for a step of n (4 when full) blocks: pf: where the
  * bytes to prefetch start (16 steps of a row of them), pfd: where their
  * scales do (16 rows x 4 bytes is a line a block; fp16 scales (st), half
- * a line). The bytes go to L2 only: a group ahead is 16-45 KiB at
- * TinyLlama's widths, and in L1 it pushed out what the step was reading
- * (1 thread, 600 MB of weights, 3 interleaved runs: 7-16% more bandwidth
- * for Q4_0, 6-11% for Q8_0, than prefetching into L1); the scales, a
- * tenth as many lines, go to L1 (into L2 they were no faster). */
-ML_INLINE void ml_avx512_pf_step(uintptr_t pf, uintptr_t pfd, int n, ml_type t, ml_type st) {
+ * a line). The bytes go to L2 or L1 (l1, ml_prefetch_l1); the scales, a
+ * tenth as many lines, to L1 (into L2 they were no faster). */
+ML_INLINE void ml_avx512_pf_step(uintptr_t pf, uintptr_t pfd, int n, ml_type t, ml_type st, int l1) {
     const size_t wb = ml_avx512_wbytes(t);
     ML_UNROLL for (int l = 0; l < 4; l++)
         if (l < n && (st == ML_TYPE_F32 || 2 * l < n)) _mm_prefetch((const char *)(pfd + (size_t)l * 64), _MM_HINT_T0);
     ML_UNROLL for (int i = 0; i < 16; i++)
-        ML_UNROLL for (size_t l = 0; l < 4 * wb; l += 64) _mm_prefetch((const char *)(pf + (size_t)i * 4 * wb + l), _MM_HINT_T1);
+        ML_UNROLL for (size_t l = 0; l < 4 * wb; l += 64) ml_avx512_pf(pf + (size_t)i * 4 * wb + l, l1);
 }
 
 /* One step: n (4 when full) blocks starting at block b of every row,
  * prefetching as ml_avx512_pf_step. */
 ML_INLINE __m512 ml_avx512_step(__m512 acc, const int8_t *wq, size_t wstride, int nr, size_t b, const int8_t *xq,
-                                const __m512 *sc, int n, const int8_t *pf, uintptr_t pfd, ml_type t, ml_type st) {
+                                const __m512 *sc, int n, const int8_t *pf, uintptr_t pfd, ml_type t, ml_type st,
+                                int l1) {
     const size_t wb = ml_avx512_wbytes(t);
-    ml_avx512_pf_step((uintptr_t)pf, pfd, n, t, st);
+    ml_avx512_pf_step((uintptr_t)pf, pfd, n, t, st, l1);
     ml_avx512_x4 xs;
     ml_avx512_xprep(&xs, xq + b * ML_QK, n, t);
     const int8_t *g[16];
@@ -134,43 +133,89 @@ ML_INLINE __m512 ml_avx512_step(__m512 acc, const int8_t *wq, size_t wstride, in
     return acc;
 }
 
-/* nr (16, or 1..15 for the last group) consecutive rows starting at y. */
+/* The last one or two blocks of a row, one at a time, from block b, with
+ * their prefetches (pf, pfd advanced past them). */
+ML_INLINE __m512 ml_avx512_singles(__m512 acc, const int8_t *wq, size_t wstride, int nr, int b, int n,
+                                   const int8_t *xq, const __m512 *sc, uintptr_t *pf, uintptr_t *pfd, ml_type t,
+                                   ml_type st, int l1) {
+    const size_t wb = ml_avx512_wbytes(t), sb = (size_t)ml_scale_bytes(st);
+    for (int j = 0; j < n; j++) {
+        const int8_t *g[16];
+        ml_avx512_addrs(g, wq + (size_t)(b + j) * wb, wstride, nr);
+        ML_UNROLL for (size_t l = 0; l < 16 * wb; l += 64) ml_avx512_pf(*pf + l, l1);
+        _mm_prefetch((const char *)*pfd, _MM_HINT_T0);
+        *pf += 16 * wb;
+        *pfd += 16 * sb;
+        const __m512i s = ml_avx512_dot16(g, xq + (size_t)(b + j) * ML_QK, t);
+        acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(s), sc[j]));
+    }
+    return acc;
+}
+
+/* Q8_0's 16 blocks from block b0 of every row, in row runs: each row's
+ * 512 bytes are read in one go (its 4 steps' dots wait in v, L1), then
+ * the 16 rows' dots of each step reduce and add in block order as in
+ * ml_avx512_step. The steps' order across rows reads 16 interleaved
+ * streams of 128 bytes; in runs, the weights stream almost like one array
+ * (Zen 5, 1 thread, TinyLlama's widths, the access pattern alone: 27-31
+ * GB/s against 19-22; decode 1.14x at 1 thread, 1.27x at 2). The same
+ * prefetches as the steps, a row's share at a time. A row's last, shorter
+ * chunk goes by steps: in runs its masks cost more than the order saves. */
+ML_INLINE __m512 ml_avx512_runs(__m512 acc, const int8_t *wq, size_t wstride, int nr, int b0, const int8_t *xq,
+                                const __m512 *sc, uintptr_t *pf, uintptr_t *pfd, ml_type st, int l1) {
+    const ml_type t = ML_TYPE_Q8_0;
+    const size_t wb = ml_avx512_wbytes(t), sb = (size_t)ml_scale_bytes(st);
+    ml_avx512_x4 xs[4];
+    ML_UNROLL for (int j = 0; j < 4; j++) ml_avx512_xprep(&xs[j], xq + (size_t)(b0 + 4 * j) * ML_QK, 4, t);
+    __m512i v[4][16];
+    for (int i = 0; i < 16; i++) {
+        ML_UNROLL for (size_t l = 0; l < 16 * wb; l += 64) ml_avx512_pf(*pf + l, l1);
+        ML_UNROLL for (size_t l = 0; l < 16 * sb; l += 64) _mm_prefetch((const char *)(*pfd + l), _MM_HINT_T0);
+        *pf += 16 * wb;
+        *pfd += 16 * sb;
+        const int8_t *w = wq + ml_avx512_row(i, nr) * wstride + (size_t)b0 * wb;
+        ML_UNROLL for (int j = 0; j < 4; j++) v[j][i] = ml_avx512_dot(w + (size_t)(4 * j) * wb, 4, &xs[j], t);
+    }
+    ML_UNROLL for (int j = 0; j < 4; j++) {
+        __m512i s[4];
+        ml_avx512_sums16(v[j], s);
+        ML_UNROLL for (int c = 0; c < 4; c++)
+            acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(s[c]), sc[4 * j + c]));
+    }
+    return acc;
+}
+
+/* nr (16, or 1..15 for the last group) consecutive rows starting at y;
+ * prefetches into L1 if l1 (a constant after inlining). */
 ML_INLINE void ml_avx512_rows(float *y, const int8_t *wq, size_t wstride, const void *wd, const int8_t *xq,
-                              const float *xd, int nb, int nr, ml_type t, ml_type st) {
+                              const float *xd, int nb, int nr, ml_type t, ml_type st, int l1) {
     const size_t wb = ml_avx512_wbytes(t), sb = (size_t)ml_scale_bytes(st);
     __m512 acc = _mm512_setzero_ps();
-    /* The bytes and scales ml_avx512_pf_rows(t) rows ahead, linearly, as
+    /* The bytes and scales ml_avx512_pf_rows rows ahead, linearly, as
      * many per step as a step reads. Without the scales, each 16-block round of
      * ml_avx512_scales16 stalled on 16 DRAM misses: TinyLlama Q4_0 at 2 threads
      * streamed 20.4 GB/s instead of 24 (the scales are 20% of Q4_0's bytes).
      * The addresses are integers: past the matrix end they are never C
      * pointers, and prefetches do not fault. */
-    uintptr_t pf = (uintptr_t)wq + ml_avx512_pf_rows(t) * wstride;
-    uintptr_t pfd = (uintptr_t)wd + ml_avx512_pf_rows(t) * (size_t)nb * sb;
+    uintptr_t pf = (uintptr_t)wq + ml_avx512_pf_rows(t, l1) * wstride;
+    uintptr_t pfd = (uintptr_t)wd + ml_avx512_pf_rows(t, l1) * (size_t)nb * sb;
     for (int b0 = 0; b0 < nb; b0 += 16) {
         const int n = nb - b0 < 16 ? nb - b0 : 16;
         __m512 sc[16];
         ml_avx512_scales16(sc, wd, (size_t)nb, nr, b0, n, xd + b0, st);
+        if (t == ML_TYPE_Q8_0 && n == 16) {
+            acc = ml_avx512_runs(acc, wq, wstride, nr, b0, xq, sc, &pf, &pfd, st, l1);
+            continue;
+        }
         int j = 0;
         for (; j + 4 <= n; j += 4, pf += 16 * (4 * wb), pfd += 4 * 16 * sb)
-            acc = ml_avx512_step(acc, wq, wstride, nr, (size_t)(b0 + j), xq, sc + j, 4, (const int8_t *)pf, pfd, t, st);
-        if (n - j > 2) {
+            acc = ml_avx512_step(acc, wq, wstride, nr, (size_t)(b0 + j), xq, sc + j, 4, (const int8_t *)pf, pfd, t, st,
+                                 l1);
+        if (n - j > 2)
             acc = ml_avx512_step(acc, wq, wstride, nr, (size_t)(b0 + j), xq, sc + j, n - j, (const int8_t *)pf, pfd, t,
-                                 st);
-        } else {
-            for (; j < n; j++) { /* one or two blocks left: one at a time */
-                const size_t b = (size_t)(b0 + j);
-                const int8_t *g[16];
-                ml_avx512_addrs(g, wq + b * wb, wstride, nr);
-                ML_UNROLL for (size_t l = 0; l < 16 * wb; l += 64)
-                    _mm_prefetch((const char *)(pf + l), _MM_HINT_T1);
-                _mm_prefetch((const char *)pfd, _MM_HINT_T0);
-                pf += 16 * wb;
-                pfd += 16 * sb;
-                const __m512i s = ml_avx512_dot16(g, xq + b * ML_QK, t);
-                acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(s), sc[j]));
-            }
-        }
+                                 st, l1);
+        else
+            acc = ml_avx512_singles(acc, wq, wstride, nr, b0 + j, n - j, xq, sc + j, &pf, &pfd, t, st, l1);
     }
     if (nr == 16)
         _mm512_storeu_ps(y, acc);
@@ -178,8 +223,9 @@ ML_INLINE void ml_avx512_rows(float *y, const int8_t *wq, size_t wstride, const 
         _mm512_mask_storeu_ps(y, (__mmask16)((1u << nr) - 1u), acc);
 }
 
-ML_INLINE void ml_avx512_matvec(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1, ml_type t,
-                                ml_type st) {
+/* rows [r0, r1), prefetching as l1 says (a constant after inlining) */
+ML_INLINE void ml_avx512_matvec_pf(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1, ml_type t,
+                                   ml_type st, int l1) {
     const int nb = W->cols / ML_QK;
     const size_t wb = ml_avx512_wbytes(t), sb = (size_t)ml_scale_bytes(st);
     const size_t wstride = (size_t)nb * wb;
@@ -187,10 +233,18 @@ ML_INLINE void ml_avx512_matvec(float *y, const ml_qtensor *W, const ml_qact *x,
     int r = r0;
     for (; r + 16 <= r1; r += 16)
         ml_avx512_rows(y + r, W->q + (size_t)r * wstride, wstride, wd + (size_t)r * (size_t)nb * sb, x->q, x->d, nb,
-                       16, t, st);
+                       16, t, st, l1);
     if (r < r1)
         ml_avx512_rows(y + r, W->q + (size_t)r * wstride, wstride, wd + (size_t)r * (size_t)nb * sb, x->q, x->d, nb,
-                       r1 - r, t, st);
+                       r1 - r, t, st, l1);
+}
+
+ML_INLINE void ml_avx512_matvec(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1, ml_type t,
+                                ml_type st) {
+    if (ml_prefetch_l1())
+        ml_avx512_matvec_pf(y, W, x, r0, r1, t, st, 1);
+    else
+        ml_avx512_matvec_pf(y, W, x, r0, r1, t, st, 0);
 }
 
 /* ---- a few tokens at once (the matmul of a small batch) ------------------- */
@@ -213,8 +267,8 @@ ML_INLINE void ml_avx512_rows_nt(float *y, size_t ldy, const int8_t *wq, size_t 
     const size_t wb = ml_avx512_wbytes(t), sb = (size_t)ml_scale_bytes(st);
     __m512 acc[ML_AVX512_NT];
     for (int k = 0; k < nt; k++) acc[k] = _mm512_setzero_ps();
-    uintptr_t pf = (uintptr_t)wq + ml_avx512_pf_rows(t) * wstride;
-    uintptr_t pfd = (uintptr_t)wd + ml_avx512_pf_rows(t) * (size_t)nb * sb;
+    uintptr_t pf = (uintptr_t)wq + ml_avx512_pf_rows(t, 0) * wstride;
+    uintptr_t pfd = (uintptr_t)wd + ml_avx512_pf_rows(t, 0) * (size_t)nb * sb;
     for (int b0 = 0; b0 < nb; b0 += 16) {
         const int n = nb - b0 < 16 ? nb - b0 : 16;
         __m512 dw[16];
@@ -222,7 +276,7 @@ ML_INLINE void ml_avx512_rows_nt(float *y, size_t ldy, const int8_t *wq, size_t 
         for (int j = 0; j < n; j += 4) {
             const int ns = n - j < 4 ? n - j : 4;
             const size_t b = (size_t)(b0 + j);
-            ml_avx512_pf_step(pf, pfd, ns, t, st);
+            ml_avx512_pf_step(pf, pfd, ns, t, st, 0);
             pf += 16 * ((size_t)ns * wb);
             pfd += (size_t)ns * 16 * sb;
             const int8_t *g[16];
