@@ -34,8 +34,9 @@ static void usage(FILE *f) {
             "                   most half of the available memory; else mapped)\n"
             "  --mmap           with -m: map the file\n"
             "  --f16-scales     random weights with fp16 block scales (.mlb version 2, stype 1)\n"
-            "  --prefetch P     where the matvecs prefetch weights: l1 | l2 | auto (default:\n"
-            "                   auto, the CPU's choice: l1 on AMD, else l2; same results)\n"
+            "  --prefetch P     the avx512vnni matvec's streaming: l1 (Zen 5's: prefetch into\n"
+            "                   L1, Q8_0 in row runs) | l2 | auto (default: l1 on AMD family 26\n"
+            "                   and later, else l2); the same results either way\n"
             "  --bw             after each model figure, the memory read bandwidth with as\n"
             "                   many threads (1 GiB buffer) and the figure's share of it\n"
             "  --rows           also print a '#row KIND ISA NAME VALUE' line per figure,\n"
@@ -123,8 +124,8 @@ int ml_main(int argc, char **argv) {
     if (rc >= 0) return rc;
     rc = ML_EXIT_OK;
     ml_rng rng = {0x243F6A8885A308D3ull};
-    printf("ml_bench: %s build, median of %d runs, prefetch into %s\n", ML_ISA_NAME, o.reps,
-           ml_prefetch_l1() ? "L1" : "L2");
+    printf("ml_bench: %s build, median of %d runs%s\n", ML_ISA_NAME, o.reps,
+           !strcmp(ML_ISA_NAME, "avx512vnni") && ml_prefetch_l1() ? ", Zen 5 streaming (--prefetch l1)" : "");
     if (o.kernels && !o.model_path) {
         printf("kernels (single thread):\n");
         for (int w = 0; w < o.n_wtypes && !rc; w++) rc = ml_bench_matvecs(&o, o.wtypes[w], &rng);

@@ -143,13 +143,14 @@ ML_GUARD_FN void ml_x86_read(ml_x86_regs *r) {
     r->max_leaf = v[0];
 #else
     r->max_leaf = (uint32_t)__get_cpuid_max(0, NULL); /* 0 on an i386 without CPUID */
+    if (r->max_leaf >= 1) cpuid(0, 0, v);
 #endif
     if (r->max_leaf >= 1) {
-        cpuid(0, 0, v);
         r->vendor[0] = v[1];
         r->vendor[1] = v[3];
         r->vendor[2] = v[2];
         cpuid(1, 0, v);
+        r->l1_eax = v[0];
         r->l1_ecx = v[2];
         r->l1_edx = v[3];
     }
@@ -201,12 +202,20 @@ ML_GUARD_FN void ml_x86_decode(const ml_x86_regs *r, ml_cpu_features *f) {
         if ((r->xcr0 & 0xe0) == 0xe0) has |= F(OS_ZMM);
     }
     f->has = has;
-    /* the vendor string, little-endian words EBX EDX ECX; AMD and Hygon
-     * (Zen under another name) prefetch into L1 (core/tune.h) */
+    /* The vendor string (little-endian words EBX EDX ECX), named in the
+     * report only if it is plain letters and digits (the JSON report does
+     * not escape; a hypervisor may set any 12 bytes). The family: the
+     * base one, plus the extended one when the base is 15. */
     char vendor[13] = "";
-    if (r->max_leaf >= 1)
-        for (int i = 0; i < 12; i++) vendor[i] = (char)(r->vendor[i / 4] >> (8 * (i % 4)));
-    f->amd = strcmp(vendor, "AuthenticAMD") == 0 || strcmp(vendor, "HygonGenuine") == 0;
+    int plain = r->max_leaf >= 1;
+    for (int i = 0; i < 12 && plain; i++) {
+        const char c = (char)(r->vendor[i / 4] >> (8 * (i % 4)));
+        plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        vendor[i] = c;
+    }
+    if (!plain) vendor[0] = '\0';
+    const uint32_t base = (r->l1_eax >> 8) & 0xF, family = base == 0xF ? base + ((r->l1_eax >> 20) & 0xFF) : base;
+    f->prefetch_l1 = strcmp(vendor, "AuthenticAMD") == 0 && family >= 26;
     snprintf(f->source, sizeof f->source, "cpuid max leaf 0x%x, leaf 7 max sub-leaf %u, xcr0 0x%llx%s%s",
              (unsigned)r->max_leaf, (unsigned)(r->max_leaf >= 7 ? r->l7_eax : 0),
              (unsigned long long)((has & F(OSXSAVE)) ? r->xcr0 : 0), vendor[0] ? ", " : "", vendor);
@@ -422,7 +431,7 @@ ML_GUARD_FN ml_status ml_isa_check(ml_err *err) {
     ml_cpu_detect(&f);
     const ml_status s = ml_isa_check_for(ml_build_this(), &f, err);
     /* only now may this build's code run */
-    if (s == ML_OK) ml_set_prefetch_l1(f.amd);
+    if (s == ML_OK) ml_tune_prefetch_l1(f.prefetch_l1);
     return s;
 }
 

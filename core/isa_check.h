@@ -29,7 +29,7 @@
 
 /* ML_OK, or ML_E_ISA with err naming the build, every missing feature and
  * the best build this CPU can run. On ML_OK it also tunes the kernels for
- * this CPU (ml_set_prefetch_l1: f.amd). */
+ * this CPU (ml_tune_prefetch_l1, core/tune.h). */
 ml_status ml_isa_check(ml_err *err);
 
 /* A human-readable report of what the CPU and OS support and which build to
@@ -69,7 +69,7 @@ typedef struct {
     uint32_t has;   /* ML_FBIT(f) set: feature f is usable (CPU and OS) */
     int detected;   /* 0: no run-time detection here; builds are trusted as compiled */
     char source[96];/* what was read, for the report: "cpuid max leaf 0x16, xcr0 0xe7" */
-    int amd;        /* an AMD (or Hygon) x86: the matvecs prefetch into L1 (ml_prefetch_l1) */
+    int prefetch_l1;/* an AMD x86 of family 26 (Zen 5) or later: core/tune.h's choice */
 } ml_cpu_features;
 
 /* Stable short name of a feature, as the refusal message prints it ("SSE4.1"). */
@@ -97,6 +97,7 @@ typedef struct {
     uint32_t l7s1_eax;          /* leaf 7 sub-leaf 1 */
     uint64_t xcr0;              /* XGETBV(0) */
     uint32_t vendor[3];         /* leaf 0 EBX, EDX, ECX: "GenuineIntel", "AuthenticAMD" */
+    uint32_t l1_eax;            /* leaf 1: family, model, stepping */
 } ml_x86_regs;
 
 /* Reads the host (x86 only; zeros elsewhere). Only executes leaves that exist. */

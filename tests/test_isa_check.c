@@ -11,33 +11,34 @@
 
 #define F(x) ML_FBIT(ML_F_##x)
 
-/* {max_leaf, l1_ecx, l1_edx, l7_eax, l7_ebx, l7_ecx, l7s1_eax, xcr0, vendor}; the vendor
- * words (leaf 0) recorded on the EPYC host only, {0} where not recorded */
+/* {max_leaf, l1_ecx, l1_edx, l7_eax, l7_ebx, l7_ecx, l7s1_eax, xcr0, vendor, l1_eax};
+ * the vendor words (leaf 0) and leaf 1 EAX recorded on the EPYC host only,
+ * zeros where not recorded */
 typedef struct { const char *name; ml_x86_regs r; } x86_cpu;
 
 static const x86_cpu epyc = {"AMD EPYC host (AVX-512 + AVX-VNNI)",
     {0x1c, 0xfffa3203, 0x1f8bfbff, 0x2, 0xf1bf2ffb, 0x1a415f46, 0x00001c30, 0xe7,
-     {0x68747541, 0x69746e65, 0x444d4163}}};
+     {0x68747541, 0x69746e65, 0x444d4163}, 0x00B00F21}};
 static const x86_cpu qemu64 = {"qemu -cpu qemu64",
-    {0xd, 0x80002001, 0x078bfbfd, 0x0, 0x0, 0x0, 0x0, 0x0, {0}}};
+    {0xd, 0x80002001, 0x078bfbfd, 0x0, 0x0, 0x0, 0x0, 0x0, {0}, 0}};
 static const x86_cpu core2duo = {"qemu -cpu core2duo",
-    {0xa, 0x80002209, 0x0fcbfbfd, 0x0, 0x0, 0x0, 0x0, 0x0, {0}}};
+    {0xa, 0x80002209, 0x0fcbfbfd, 0x0, 0x0, 0x0, 0x0, 0x0, {0}, 0}};
 static const x86_cpu nehalem = {"qemu -cpu Nehalem",
-    {0xb, 0x80982201, 0x078bfbfd, 0x0, 0x0, 0x0, 0x0, 0x0, {0}}};
+    {0xb, 0x80982201, 0x078bfbfd, 0x0, 0x0, 0x0, 0x0, 0x0, {0}, 0}};
 static const x86_cpu westmere = {"qemu -cpu Westmere",
-    {0xb, 0x82982203, 0x078bfbfd, 0x0, 0x0, 0x0, 0x0, 0x0, {0}}};
+    {0xb, 0x82982203, 0x078bfbfd, 0x0, 0x0, 0x0, 0x0, 0x0, {0}, 0}};
 static const x86_cpu sandybridge = {"qemu -cpu SandyBridge",
-    {0xd, 0x9e982203, 0x078bfbfd, 0x0, 0x0, 0x0, 0x0, 0x7, {0}}};
+    {0xd, 0x9e982203, 0x078bfbfd, 0x0, 0x0, 0x0, 0x0, 0x7, {0}, 0}};
 static const x86_cpu haswell = {"qemu -cpu Haswell",
-    {0xd, 0xfed83203, 0x078bfbfd, 0x0, 0x000003a9, 0x0, 0x0, 0x7, {0}}};
+    {0xd, 0xfed83203, 0x078bfbfd, 0x0, 0x000003a9, 0x0, 0x0, 0x7, {0}, 0}};
 static const x86_cpu qmax = {"qemu -cpu max",
-    {0xd, 0xfed8320b, 0x0fcbfbfd, 0x0, 0x01d843a9, 0x8001020c, 0x0, 0x21f, {0}}};
+    {0xd, 0xfed8320b, 0x0fcbfbfd, 0x0, 0x01d843a9, 0x8001020c, 0x0, 0x21f, {0}, 0}};
 static const x86_cpu qmax_nofma = {"qemu -cpu max,-fma",
-    {0xd, 0xfed8220b, 0x0fcbfbfd, 0x0, 0x01d843a9, 0x8001020c, 0x0, 0x21f, {0}}};
+    {0xd, 0xfed8220b, 0x0fcbfbfd, 0x0, 0x01d843a9, 0x8001020c, 0x0, 0x21f, {0}, 0}};
 static const x86_cpu pentium3 = {"qemu-i386 -cpu pentium3 (SSE, no SSE2)",
-    {0x3, 0x80000000, 0x0383fbfd, 0x0, 0x0, 0x0, 0x0, 0x0, {0}}};
+    {0x3, 0x80000000, 0x0383fbfd, 0x0, 0x0, 0x0, 0x0, 0x0, {0}, 0}};
 static const x86_cpu valgrind = {"valgrind on the EPYC host",
-    {0xd, 0x7ffafbff, 0xbfebfbff, 0x0, 0x000427aa, 0x0, 0x0, 0x7, {0}}};
+    {0xd, 0x7ffafbff, 0xbfebfbff, 0x0, 0x000427aa, 0x0, 0x0, 0x7, {0}, 0}};
 
 static ml_cpu_features x86(const x86_cpu *c) {
     ml_cpu_features f;
@@ -164,37 +165,44 @@ static void test_decode_rules(void) {
     GROUP_DONE("decode rules: max leaf, sub-leaf count, OSXSAVE/XCR0", before);
 }
 
-/* The vendor (leaf 0: EBX EDX ECX, little-endian) picks where the matvecs
- * prefetch (config/ml_kernels.h): AMD and Hygon into L1, others into L2;
- * the features do not depend on it. */
+/* Vendor (leaf 0: EBX EDX ECX, little-endian) and family (leaf 1 EAX) pick
+ * the kernels' Zen 5 tuning (core/tune.h): AMD family 26 and later only;
+ * the features do not depend on them, and the report names only a plain
+ * vendor string (the JSON report does not escape). */
 static void test_vendor(void) {
     int before = tl_failed;
-    static const struct { const char *name; uint32_t w[3]; int amd; } vendors[] = {
-        {"AuthenticAMD", {0x68747541, 0x69746e65, 0x444d4163}, 1},
-        {"HygonGenuine", {0x6f677948, 0x6e65476e, 0x656e6975}, 1},
-        {"GenuineIntel", {0x756e6547, 0x49656e69, 0x6c65746e}, 0},
-        {"(none)", {0, 0, 0}, 0},
+    enum { ZEN5 = 0x00B00F21, ZEN4 = 0x00A10F11, SKYLAKE = 0x00050654 }; /* leaf 1 EAX: family 26, 25, 6 */
+    static const struct { const char *name; uint32_t w[3]; uint32_t eax; int l1; const char *named; } cpus[] = {
+        {"AuthenticAMD, Zen 5", {0x68747541, 0x69746e65, 0x444d4163}, ZEN5, 1, "AuthenticAMD"},
+        {"AuthenticAMD, Zen 4", {0x68747541, 0x69746e65, 0x444d4163}, ZEN4, 0, "AuthenticAMD"},
+        {"HygonGenuine", {0x6f677948, 0x6e65476e, 0x656e6975}, ZEN5, 0, "HygonGenuine"},
+        {"GenuineIntel", {0x756e6547, 0x49656e69, 0x6c65746e}, SKYLAKE, 0, "GenuineIntel"},
+        {"a quote in the vendor", {0x68747541, 0x69746e65, 0x444d4122}, ZEN5, 0, NULL},
+        {"no vendor", {0, 0, 0}, ZEN5, 0, NULL},
     };
     ml_cpu_features plain;
     ml_x86_decode(&epyc.r, &plain);
-    for (size_t i = 0; i < sizeof vendors / sizeof vendors[0]; i++) {
+    for (size_t i = 0; i < sizeof cpus / sizeof cpus[0]; i++) {
         ml_x86_regs r = epyc.r;
-        memcpy(r.vendor, vendors[i].w, sizeof r.vendor);
+        memcpy(r.vendor, cpus[i].w, sizeof r.vendor);
+        r.l1_eax = cpus[i].eax;
         ml_cpu_features f;
         ml_x86_decode(&r, &f);
-        CHECK(f.amd == vendors[i].amd, "vendor %s: amd %d, got %d", vendors[i].name, vendors[i].amd, f.amd);
-        CHECK(f.has == plain.has, "vendor %s: the features do not change", vendors[i].name);
-        if (vendors[i].w[0])
-            CHECK(strstr(f.source, vendors[i].name) != NULL, "source names %s: %s", vendors[i].name, f.source);
+        CHECK(f.prefetch_l1 == cpus[i].l1, "%s: Zen 5 tuning %d, got %d", cpus[i].name, cpus[i].l1, f.prefetch_l1);
+        CHECK(f.has == plain.has, "%s: the features do not change", cpus[i].name);
+        if (cpus[i].named)
+            CHECK(strstr(f.source, cpus[i].named) != NULL, "%s: source names it: %s", cpus[i].name, f.source);
+        else
+            CHECK(!strchr(f.source, '"') && !strstr(f.source, "Auth"), "%s: source names no vendor: %s",
+                  cpus[i].name, f.source);
     }
     /* max leaf 0: the vendor words are not trusted either */
     ml_x86_regs r = epyc.r;
-    memcpy(r.vendor, vendors[0].w, sizeof r.vendor);
     r.max_leaf = 0;
     ml_cpu_features f;
     ml_x86_decode(&r, &f);
-    CHECK(!f.amd, "max leaf 0: no vendor");
-    GROUP_DONE("vendor: AMD and Hygon prefetch into L1, others into L2", before);
+    CHECK(!f.prefetch_l1 && !strstr(f.source, "AMD"), "max leaf 0: no vendor: %s", f.source);
+    GROUP_DONE("vendor and family: the Zen 5 tuning for AMD family 26 on only, a plain vendor name", before);
 }
 
 static void test_x86_verdicts(void) {
@@ -356,8 +364,11 @@ static void test_host(void) {
     CHECK(ml_isa_check(&e) == ML_OK, "host check passes in a running binary");
     ml_cpu_features f;
     ml_cpu_detect(&f);
-    CHECK(ml_prefetch_l1() == f.amd, "the check set the kernels' prefetch for this CPU: %d, amd %d",
-          ml_prefetch_l1(), f.amd);
+    CHECK(ml_prefetch_l1() == f.prefetch_l1, "the check tuned the kernels for this CPU: %d, wanted %d",
+          ml_prefetch_l1(), f.prefetch_l1);
+    /* a setting by hand (ml_bench --prefetch) survives the next check (a model's open) */
+    ml_set_prefetch_l1(!f.prefetch_l1);
+    CHECK(ml_isa_check(&e) == ML_OK && ml_prefetch_l1() == !f.prefetch_l1, "the check kept the setting by hand");
     char buf[2048];
     ml_isa_report(buf, sizeof buf);
     CHECK(strstr(buf, "this build  : supported") || strstr(buf, "assumed supported"), "host report:\n%s", buf);

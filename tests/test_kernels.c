@@ -366,8 +366,10 @@ static void matvec_case(tctx *t, ml_type type, int rows, int K, int mode, matvec
 static void test_matvec(tctx *t, ml_type type, matvec_fn isa, matvec_fn sc, const char *name) {
     int before = tl_failed;
     /* 8480: 265 blocks, past the neon_dotprod matvec's chunks of 128 blocks
-     * (dotprod_mv.h); 480: 15 blocks, a chunk of 16 short of 4 + 3 */
-    int ks[11] = {32, 64, 96, 288, 480, 768, 2048, 8480}, nk = 8;
+     * (dotprod_mv.h); around the avx512vnni matvec's chunks of 16 blocks:
+     * 480 (15: 3 steps and a masked one), 512 (one chunk), 576 (a chunk and
+     * 2 single blocks), 608 (a chunk, a masked step) */
+    int ks[14] = {32, 64, 96, 288, 480, 512, 576, 608, 768, 2048, 8480}, nk = 11;
     /* 31 .. 257: around the row tiles (4 to 64 rows) and groups of 4 tiles
      * of SVE at 128 to 2048 bits; only with K <= 288 (time under qemu) */
     const int rows_list[] = {1, 2, 3, 4, 5, 7, 8, 13, 64, 31, 33, 129, 257};
@@ -379,11 +381,15 @@ static void test_matvec(tctx *t, ml_type type, matvec_fn isa, matvec_fn sc, cons
             if (t->quick && K >= 768 && rows != 5 && rows != 8 && rows != 13) continue;
             if (rows > 64 && K > 288) continue;
             matvec_case(t, type, rows, K, MV_SCALED, isa, sc, name);
-            /* the other prefetch setting (ml_set_prefetch_l1): the same bits */
+#if defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86)
+            /* the other tuning (core/tune.h: the avx512vnni matvec's read
+             * order and prefetches): the same bits; x86 only (ARM has no
+             * such choice, and its rows run under qemu) */
             const int l1 = ml_prefetch_l1();
             ml_set_prefetch_l1(!l1);
             matvec_case(t, type, rows, K, MV_SCALED, isa, sc, name);
             ml_set_prefetch_l1(l1);
+#endif
             if (K <= 512) {
                 matvec_case(t, type, rows, K, MV_UNIT, isa, sc, name);
                 matvec_case(t, type, rows, K, MV_EXTREME, isa, sc, name);
@@ -392,8 +398,8 @@ static void test_matvec(tctx *t, ml_type type, matvec_fn isa, matvec_fn sc, cons
         }
     char what[160];
     snprintf(what, sizeof what,
-             "%s: exact integer sums, 1e-5 with scales, denormal scales, row ranges, K and rows sweep, both prefetch "
-             "settings",
+             "%s: exact integer sums, 1e-5 with scales, denormal scales, row ranges, K and rows sweep, both run-time "
+             "tunings (x86)",
              name);
     GROUP_DONE(what, before);
 }

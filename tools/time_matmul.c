@@ -11,7 +11,8 @@
  * when the batch's compute alone takes longer than streaming the weights,
  * no prefetching makes the batch cheaper than that ratio.
  * usage: time_matmul q8|q4 ROWS COLS TOKENS COPIES REPS [l1|l2]
- * (l1, l2: where the matvec prefetches, core/tune.h; default l2). Built by the script against a build's kernel objects (-DML_ISA=<isa>). */
+ * (l1, l2: the matvec's streaming, core/tune.h; default l2). Built by the
+ * script against a build's kernel objects (-DML_ISA=<isa>). */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -28,6 +29,10 @@ static double now(void) {
 int main(int argc, char **argv) {
     if (argc != 7 && argc != 8) {
         fprintf(stderr, "usage: time_matmul q8|q4 ROWS COLS TOKENS COPIES REPS [l1|l2]\n");
+        return 2;
+    }
+    if (argc == 8 && strcmp(argv[7], "l1") && strcmp(argv[7], "l2")) {
+        fprintf(stderr, "time_matmul: the 7th argument is l1 or l2\n");
         return 2;
     }
     ml_set_prefetch_l1(argc == 8 && !strcmp(argv[7], "l1"));

@@ -8,8 +8,8 @@
 # usage: tools/time_matmul.sh [ISA]   (default: the best build for this CPU)
 # env: HOT="ROWS COLS" (default "256 2048": 288-544 KiB, in L2), COLD="ROWS
 #      COLS COPIES" (default "5632 2048 50": 288-577 MB), TOKENS (default 8),
-#      REPS (default 20 hot, 3 cold), PREFETCH=l1|l2 (default: the CPU's
-#      choice, as ml_run makes it: l1 on AMD)
+#      REPS (default 20 hot, 3 cold), PREFETCH=l1|l2 (the avx512vnni matvec's
+#      streaming, core/tune.h; default: the CPU's choice, as ml_run makes it)
 set -eu
 cd "$(dirname "$0")/.."
 if [ $# -ge 1 ]; then
@@ -20,14 +20,14 @@ else # the scalar build's probe names the best build (as make run does)
 fi
 : "${HOT:=256 2048}" "${COLD:=5632 2048 50}" "${TOKENS:=8}"
 build=$(make -s ISA="$isa" print-build)
-make -s -j2 ISA="$isa" "$build/ml_run" >&2
+make -s -j2 ISA="$isa" "$build/ml_run" "$build/ml_bench" >&2
 bin=$build/time_matmul
 gen=$(make -s ISA="$isa" print-gen)
 cc -std=c11 -O2 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -I. -I"$build/gen" -I"$gen" -DML_ISA="$isa" \
     tools/time_matmul.c $(find "$build/obj/kernels" -name '*.o') "$build/obj/core/tune.o" -o "$bin" -lm
-if [ -z "${PREFETCH:-}" ]; then
+if [ -z "${PREFETCH:-}" ]; then # ml_bench's banner says which the guard chose
     PREFETCH=l2
-    ! "$build/ml_run" --cpu-info | grep -qE 'AuthenticAMD|HygonGenuine' || PREFETCH=l1
+    ! "$build/ml_bench" --kernels-only --reps 1 --wtype q8_0 | head -n 1 | grep -q 'Zen 5' || PREFETCH=l1
 fi
 read -r hr hc <<<"$HOT"
 read -r cr cc_ copies <<<"$COLD"

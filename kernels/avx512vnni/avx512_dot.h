@@ -96,14 +96,15 @@ ML_INLINE size_t ml_avx512_wbytes(ml_type t) { return t == ML_TYPE_Q4_0 ? ML_Q4_
  * w ^ 0x80 = w + 128, Q4_0 as its stored nibbles, value + 8. */
 ML_INLINE int ml_avx512_off(ml_type t) { return t == ML_TYPE_Q4_0 ? ML_Q4_OFFSET : 128; }
 
-/* How many rows ahead the matvec prefetches, into L2 (l1 = 0) or L1
- * (ml_prefetch_l1). Into L2 (the Intel Xeon host, where it streamed
- * 7-16% (Q4_0) and 6-11% (Q8_0) more than the same prefetches into L1):
- * Q8_0 half a group (a whole one, 32 KiB of quants at dim 2048, crowded
- * the 48 KiB L1 when the prefetches went there; into L2, 16 and 32 rows are
- * within the noise of 8); Q4_0 the next group (16 KiB at dim 2048; half a
- * group ahead was 2-10% slower). Into L1 (Zen 5): the next group for both
- * (Q8_0 16 rows against 8: 1T 1.03-1.08x). */
+/* How many rows ahead the matvec prefetches, into L2 (l1 = 0) or L1 (the
+ * Zen 5 tuning, core/tune.h). Into L2 (the Intel Xeon host, where it
+ * streamed 7-16% (Q4_0) and 6-11% (Q8_0) more than the same prefetches into
+ * L1): Q8_0 half a group (a whole one, 32 KiB of quants at dim 2048,
+ * crowded that CPU's 48 KiB L1 when the prefetches went there; into L2, 16
+ * and 32 rows are within the noise of 8); Q4_0 the next group (16 KiB at
+ * dim 2048; half a group ahead was 2-10% slower). Into L1 on Zen 5 (48 KiB
+ * too): the next group for both, the best of 4 to 32 rows in the access
+ * pattern alone (docs/PERF.md "AMD Zen 5, row runs"). */
 ML_INLINE size_t ml_avx512_pf_rows(ml_type t, int l1) { return t == ML_TYPE_Q4_0 || l1 ? 16 : 8; }
 
 /* Prefetch line p into L1 or L2 (l1 a constant after inlining). */

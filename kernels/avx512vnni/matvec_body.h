@@ -21,6 +21,9 @@
  * is the same in every case, so a row's result does not depend on how the
  * caller split [r0, r1).
  *
+ * With the Zen 5 tuning (core/tune.h), Q8_0 reads each full chunk of 16
+ * blocks row by row instead (ml_avx512_runs): the same dots, tree and
+ * float order, another read order.
  * The primitives are avx512_dot.h's, for weights of type t (ML_TYPE_Q8_0
  * or ML_TYPE_Q4_0, a constant after inlining): ml_avx512_xprep (a step's
  * activations), ml_avx512_dot (a row's dot of a step, block c's partial
@@ -157,10 +160,11 @@ ML_INLINE __m512 ml_avx512_singles(__m512 acc, const int8_t *wq, size_t wstride,
  * the 16 rows' dots of each step reduce and add in block order as in
  * ml_avx512_step. The steps' order across rows reads 16 interleaved
  * streams of 128 bytes; in runs, the weights stream almost like one array
- * (Zen 5, 1 thread, TinyLlama's widths, the access pattern alone: 27-31
- * GB/s against 19-22; decode 1.14x at 1 thread, 1.27x at 2). The same
- * prefetches as the steps, a row's share at a time. A row's last, shorter
- * chunk goes by steps: in runs its masks cost more than the order saves. */
+ * (Zen 5, 1 thread, TinyLlama's widths, the access pattern alone, with the
+ * L1 prefetch: 28-31 GB/s against 19-25 for the steps with the L2 one).
+ * Part of the Zen 5 tuning (core/tune.h: l1), with the same prefetches as
+ * the steps, a row's share at a time. A row's last, shorter chunk goes by
+ * steps: in runs its masked loads cost more than the order saves. */
 ML_INLINE __m512 ml_avx512_runs(__m512 acc, const int8_t *wq, size_t wstride, int nr, int b0, const int8_t *xq,
                                 const __m512 *sc, uintptr_t *pf, uintptr_t *pfd, ml_type st, int l1) {
     const ml_type t = ML_TYPE_Q8_0;
@@ -186,7 +190,8 @@ ML_INLINE __m512 ml_avx512_runs(__m512 acc, const int8_t *wq, size_t wstride, in
 }
 
 /* nr (16, or 1..15 for the last group) consecutive rows starting at y;
- * prefetches into L1 if l1 (a constant after inlining). */
+ * l1 (a constant after inlining): the Zen 5 tuning (core/tune.h), the
+ * prefetches into L1 and Q8_0's full chunks in row runs. */
 ML_INLINE void ml_avx512_rows(float *y, const int8_t *wq, size_t wstride, const void *wd, const int8_t *xq,
                               const float *xd, int nb, int nr, ml_type t, ml_type st, int l1) {
     const size_t wb = ml_avx512_wbytes(t), sb = (size_t)ml_scale_bytes(st);
@@ -203,7 +208,7 @@ ML_INLINE void ml_avx512_rows(float *y, const int8_t *wq, size_t wstride, const 
         const int n = nb - b0 < 16 ? nb - b0 : 16;
         __m512 sc[16];
         ml_avx512_scales16(sc, wd, (size_t)nb, nr, b0, n, xd + b0, st);
-        if (t == ML_TYPE_Q8_0 && n == 16) {
+        if (t == ML_TYPE_Q8_0 && n == 16 && l1) {
             acc = ml_avx512_runs(acc, wq, wstride, nr, b0, xq, sc, &pf, &pfd, st, l1);
             continue;
         }
@@ -223,7 +228,7 @@ ML_INLINE void ml_avx512_rows(float *y, const int8_t *wq, size_t wstride, const 
         _mm512_mask_storeu_ps(y, (__mmask16)((1u << nr) - 1u), acc);
 }
 
-/* rows [r0, r1), prefetching as l1 says (a constant after inlining) */
+/* rows [r0, r1), l1 as in ml_avx512_rows */
 ML_INLINE void ml_avx512_matvec_pf(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1, ml_type t,
                                    ml_type st, int l1) {
     const int nb = W->cols / ML_QK;
@@ -253,8 +258,8 @@ ML_INLINE void ml_avx512_matvec(float *y, const ml_qtensor *W, const ml_qact *x,
  * per pass. Beyond 4, the matmul's transposes (matmul_body.h) win. */
 #define ML_AVX512_NT 4
 
-/* The matvec of nt (1..ML_AVX512_NT) tokens over nr rows: the same steps
- * and prefetches as ml_avx512_rows, but each step's 16 rows are loaded and
+/* The matvec of nt (1..ML_AVX512_NT) tokens over nr rows: the steps and
+ * prefetches of ml_avx512_rows without the Zen 5 tuning, but each step's 16 rows are loaded and
  * made unsigned once (w, on the stack: L1) and serve every token; each
  * token then does the matvec's dots, tree and float order, so each (row,
  * token) is the matvec's, bit for bit. A step short of 4 blocks, at a
