@@ -136,25 +136,6 @@ ML_INLINE __m512 ml_avx512_step(__m512 acc, const int8_t *wq, size_t wstride, in
     return acc;
 }
 
-/* The last one or two blocks of a row, one at a time, from block b, with
- * their prefetches (pf, pfd advanced past them). */
-ML_INLINE __m512 ml_avx512_singles(__m512 acc, const int8_t *wq, size_t wstride, int nr, int b, int n,
-                                   const int8_t *xq, const __m512 *sc, uintptr_t *pf, uintptr_t *pfd, ml_type t,
-                                   ml_type st, int l1) {
-    const size_t wb = ml_avx512_wbytes(t), sb = (size_t)ml_scale_bytes(st);
-    for (int j = 0; j < n; j++) {
-        const int8_t *g[16];
-        ml_avx512_addrs(g, wq + (size_t)(b + j) * wb, wstride, nr);
-        ML_UNROLL for (size_t l = 0; l < 16 * wb; l += 64) ml_avx512_pf(*pf + l, l1);
-        _mm_prefetch((const char *)*pfd, _MM_HINT_T0);
-        *pf += 16 * wb;
-        *pfd += 16 * sb;
-        const __m512i s = ml_avx512_dot16(g, xq + (size_t)(b + j) * ML_QK, t);
-        acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(s), sc[j]));
-    }
-    return acc;
-}
-
 /* Q8_0's 16 blocks from block b0 of every row, in row runs: each row's
  * 512 bytes are read in one go (its 4 steps' dots wait in v, L1), then
  * the 16 rows' dots of each step reduce and add in block order as in
@@ -162,18 +143,18 @@ ML_INLINE __m512 ml_avx512_singles(__m512 acc, const int8_t *wq, size_t wstride,
  * streams of 128 bytes; in runs, the weights stream almost like one array
  * (Zen 5, 1 thread, TinyLlama's widths, the access pattern alone, with the
  * L1 prefetch: 28-31 GB/s against 19-25 for the steps with the L2 one).
- * Part of the Zen 5 tuning (core/tune.h: l1), with the same prefetches as
- * the steps, a row's share at a time. A row's last, shorter chunk goes by
+ * Part of the Zen 5 tuning (core/tune.h), with the steps' prefetches into
+ * L1, a row's share at a time. A row's last, shorter chunk goes by
  * steps: in runs its masked loads cost more than the order saves. */
 ML_INLINE __m512 ml_avx512_runs(__m512 acc, const int8_t *wq, size_t wstride, int nr, int b0, const int8_t *xq,
-                                const __m512 *sc, uintptr_t *pf, uintptr_t *pfd, ml_type st, int l1) {
+                                const __m512 *sc, uintptr_t *pf, uintptr_t *pfd, ml_type st) {
     const ml_type t = ML_TYPE_Q8_0;
     const size_t wb = ml_avx512_wbytes(t), sb = (size_t)ml_scale_bytes(st);
     ml_avx512_x4 xs[4];
     ML_UNROLL for (int j = 0; j < 4; j++) ml_avx512_xprep(&xs[j], xq + (size_t)(b0 + 4 * j) * ML_QK, 4, t);
     __m512i v[4][16];
     for (int i = 0; i < 16; i++) {
-        ML_UNROLL for (size_t l = 0; l < 16 * wb; l += 64) ml_avx512_pf(*pf + l, l1);
+        ML_UNROLL for (size_t l = 0; l < 16 * wb; l += 64) _mm_prefetch((const char *)(*pf + l), _MM_HINT_T0);
         ML_UNROLL for (size_t l = 0; l < 16 * sb; l += 64) _mm_prefetch((const char *)(*pfd + l), _MM_HINT_T0);
         *pf += 16 * wb;
         *pfd += 16 * sb;
@@ -209,18 +190,29 @@ ML_INLINE void ml_avx512_rows(float *y, const int8_t *wq, size_t wstride, const 
         __m512 sc[16];
         ml_avx512_scales16(sc, wd, (size_t)nb, nr, b0, n, xd + b0, st);
         if (t == ML_TYPE_Q8_0 && n == 16 && l1) {
-            acc = ml_avx512_runs(acc, wq, wstride, nr, b0, xq, sc, &pf, &pfd, st, l1);
+            acc = ml_avx512_runs(acc, wq, wstride, nr, b0, xq, sc, &pf, &pfd, st);
             continue;
         }
         int j = 0;
         for (; j + 4 <= n; j += 4, pf += 16 * (4 * wb), pfd += 4 * 16 * sb)
             acc = ml_avx512_step(acc, wq, wstride, nr, (size_t)(b0 + j), xq, sc + j, 4, (const int8_t *)pf, pfd, t, st,
                                  l1);
-        if (n - j > 2)
+        if (n - j > 2) {
             acc = ml_avx512_step(acc, wq, wstride, nr, (size_t)(b0 + j), xq, sc + j, n - j, (const int8_t *)pf, pfd, t,
                                  st, l1);
-        else
-            acc = ml_avx512_singles(acc, wq, wstride, nr, b0 + j, n - j, xq, sc + j, &pf, &pfd, t, st, l1);
+        } else {
+            for (; j < n; j++) { /* one or two blocks left: one at a time */
+                const size_t b = (size_t)(b0 + j);
+                const int8_t *g[16];
+                ml_avx512_addrs(g, wq + b * wb, wstride, nr);
+                ML_UNROLL for (size_t l = 0; l < 16 * wb; l += 64) ml_avx512_pf(pf + l, l1);
+                _mm_prefetch((const char *)pfd, _MM_HINT_T0);
+                pf += 16 * wb;
+                pfd += 16 * sb;
+                const __m512i s = ml_avx512_dot16(g, xq + b * ML_QK, t);
+                acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(s), sc[j]));
+            }
+        }
     }
     if (nr == 16)
         _mm512_storeu_ps(y, acc);
@@ -259,10 +251,10 @@ ML_INLINE void ml_avx512_matvec(float *y, const ml_qtensor *W, const ml_qact *x,
 #define ML_AVX512_NT 4
 
 /* The matvec of nt (1..ML_AVX512_NT) tokens over nr rows: the steps and
- * prefetches of ml_avx512_rows without the Zen 5 tuning, but each step's 16 rows are loaded and
- * made unsigned once (w, on the stack: L1) and serve every token; each
- * token then does the matvec's dots, tree and float order, so each (row,
- * token) is the matvec's, bit for bit. A step short of 4 blocks, at a
+ * prefetches of ml_avx512_rows without the Zen 5 tuning, but each step's
+ * 16 rows are loaded and made unsigned once (w, on the stack: L1) and
+ * serve every token; each token then does the matvec's dots, tree and
+ * float order, so each (row, token) is the matvec's, bit for bit. A step short of 4 blocks, at a
  * row's end, goes masked (ml_avx512_rows sends 1 or 2 blocks one at a time:
  * the same sums). xq, xd: token 0's quants and scales; token k's are xn
  * and nb further on; y: token 0's rows, token k's ldy further on. */
