@@ -155,6 +155,7 @@ static const vec_call bench_dequant_row_q8 = {NULL, 0}, bench_dequant_row_q4 = {
 static const vec_call bench_matvec_q8_f16 = {NULL, 0}, bench_matvec_q4_f16 = {NULL, 0};
 static const vec_call bench_matmul_q8_f16 = {NULL, 0}, bench_matmul_q4_f16 = {NULL, 0};
 static const vec_call bench_dequant_row_q8_f16 = {NULL, 0}, bench_dequant_row_q4_f16 = {NULL, 0};
+static const vec_call bench_weight_layout = {NULL, 0}; /* a constant: nothing to time */
 static const vec_call bench_quantize_q8 = {run_quantize_q8, 0}, bench_rmsnorm = {run_rmsnorm, 0};
 static const vec_call bench_softmax = {run_softmax, 1}, bench_rope = {run_rope, 0};
 static const vec_call bench_silu_mul = {run_silu_mul, 0}, bench_add = {run_add, 0};

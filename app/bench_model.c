@@ -132,7 +132,8 @@ static int bench_model(const ml_bench_opts *o, const ml_bench_bw *bw, const char
     lml_model *m;
     lml_error err = {{0}};
     /* all_logits: the verification figure wants every row's logits. */
-    lml_model_options oo = {.load = ml_cli_load_mode(o->use_mmap), .threads = nth, .batch = o->batch, .all_logits = 1};
+    lml_model_options oo = {.load = data ? LML_LOAD_TAKE : ml_cli_load_mode(o->use_mmap), .threads = nth,
+                            .batch = o->batch, .all_logits = 1};
     double t_open = ml_cli_now();
     lml_status s = data ? lml_model_open_memory(&m, data, size, &oo, &err) : lml_model_open(&m, o->model_path, &oo, &err);
     if (s) {
@@ -199,7 +200,9 @@ static int bench_model(const ml_bench_opts *o, const ml_bench_bw *bw, const char
 }
 
 /* A named shape's .mlb image with random weights (model/mlb_random.h), in a
- * buffer the model decodes from in place. */
+ * buffer handed over to the model (LML_LOAD_TAKE), which decodes from it in
+ * place as from a file it reads: filled again, the same bytes, for each
+ * thread count's model. */
 static int bench_shape(const ml_bench_opts *o, const ml_bench_bw *bw, const ml_bench_shape *s, int wtype,
                        ml_rng *rng) {
     ml_mlb_header h = ml_mlb_make_header((uint32_t)s->dim, (uint32_t)s->n_layers, (uint32_t)s->n_heads,
@@ -220,9 +223,12 @@ static int bench_shape(const ml_bench_opts *o, const ml_bench_bw *bw, const ml_b
         fprintf(stderr, "ml_bench: out of memory building %s\n", s->name);
         return ML_EXIT_FAIL;
     }
-    ml_mlb_random_fill(img, &h, ml_rng_next(rng));
+    const uint64_t seed = ml_rng_next(rng);
     int rc = ML_EXIT_OK;
-    for (int t = 0; t < o->n_threads && !rc; t++) rc = bench_model(o, bw, s->name, img, size, o->threads[t]);
+    for (int t = 0; t < o->n_threads && !rc; t++) {
+        ml_mlb_random_fill(img, &h, seed);
+        rc = bench_model(o, bw, s->name, img, size, o->threads[t]);
+    }
     ml_aligned_free(img);
     return rc;
 }

@@ -6,6 +6,10 @@
  * kernels_<isa>.h of each folder that implements it. The _f16 kernels take
  * weights whose block scales are fp16 (W->stype ML_TYPE_F16, W->dh); the
  * others fp32 scales (W->d). Activations always have fp32 scales.
+ * weight_layout names the layout (core/tensor.h) the build's matvec and
+ * matmul read fastest for a weight and scale type: the loader rearranges
+ * the weights it owns into it once (core/pack.h); the kernels of that build
+ * read either layout, every other kernel only ML_LAYOUT_ROWS.
  *   X(return type, name, NAME, parameter list), one kernel per line          */
 #ifndef ML_KERNELS_H
 #define ML_KERNELS_H
@@ -25,6 +29,7 @@
     X(void, matvec_q4_f16, MATVEC_Q4_F16, (float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1), extra) \
     X(void, matmul_q8_f16, MATMUL_Q8_F16, (float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1), extra) \
     X(void, matmul_q4_f16, MATMUL_Q4_F16, (float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1), extra) \
+    X(int, weight_layout, WEIGHT_LAYOUT, (int type, int stype), extra) \
     X(void, quantize_q8, QUANTIZE_Q8, (ml_qact *out, const float *x, int k), extra) \
     X(void, dequant_row_q8, DEQUANT_ROW_Q8, (float *out, const ml_qtensor *W, int row), extra) \
     X(void, dequant_row_q4, DEQUANT_ROW_Q4, (float *out, const ml_qtensor *W, int row), extra) \

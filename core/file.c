@@ -148,11 +148,11 @@ ml_status ml_file_open(ml_file *f, const char *path, int use_mmap, ml_err *err) 
     return s;
 }
 
-void ml_file_borrow(ml_file *f, const void *data, size_t size) {
+void ml_file_borrow(ml_file *f, const void *data, size_t size, int take) {
     memset(f, 0, sizeof *f);
     f->data = data;
     f->size = size;
-    f->kind = ML_FILE_BORROWED;
+    f->kind = take ? ML_FILE_TAKEN : ML_FILE_BORROWED;
 }
 
 const char *ml_file_kind_name(ml_file_kind k) {

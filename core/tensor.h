@@ -19,7 +19,15 @@ typedef struct {
     int rows, cols;
     uint8_t type;  /* ml_type: ML_TYPE_Q8_0 or ML_TYPE_Q4_0 */
     uint8_t stype; /* ml_type of the scales: ML_TYPE_F32 (0, the default) or ML_TYPE_F16 */
+    uint8_t layout; /* ML_LAYOUT_ROWS (0, the file's) or ML_LAYOUT_R16 (core/pack.h) */
 } ml_qtensor;
+
+/* How a matrix's quants and scales lie in memory. ML_LAYOUT_ROWS: row after
+ * row, as above and in the file. ML_LAYOUT_R16 (core/pack.h): each full
+ * group of 16 rows interleaved block by block, the rows past the last full
+ * group as in ML_LAYOUT_ROWS; only the kernels of a build whose
+ * ml_k_weight_layout asks for it ever see it. */
+enum { ML_LAYOUT_ROWS = 0, ML_LAYOUT_R16 = 1 };
 
 typedef struct {
     int8_t *q;    /* (n) int8 activations, in [-127, 127] */

@@ -87,20 +87,26 @@ typedef struct {
                               Results are the same bits for every batch */
     int load;              /* how the file is held: LML_LOAD_AUTO (0: read into memory when
                               it takes at most half of the available memory, which decodes
-                              faster; else mapped), LML_LOAD_MMAP, LML_LOAD_READ */
+                              faster; else mapped), LML_LOAD_MMAP, LML_LOAD_READ;
+                              lml_model_open_memory also LML_LOAD_TAKE: the image is
+                              handed over, and the library may rearrange its weights in
+                              place into the layout this build's kernels read fastest
+                              (as it does a file it reads); free it after
+                              lml_model_close and do not read or reopen it */
     int all_logits;        /* 1: room to pass every prompt position's logits to a
                               callback in batches (otherwise such a prompt runs token
                               by token: same logits, slower) */
 } lml_model_options;
 
-enum { LML_LOAD_AUTO = 0, LML_LOAD_MMAP = 1, LML_LOAD_READ = 2 };
+enum { LML_LOAD_AUTO = 0, LML_LOAD_MMAP = 1, LML_LOAD_READ = 2, LML_LOAD_TAKE = 3 };
 
 /* Open a .mlb model (tools/convert.py) at path; opts may be NULL. *out is
  * NULL on failure. */
 LML_API lml_status lml_model_open(lml_model **out, const char *path, const lml_model_options *opts,
                                   lml_error *err);
 /* The same from a .mlb image in memory: data must be 64-byte aligned and stay
- * valid and unchanged until lml_model_close (the weights are used in place). */
+ * valid and unchanged until lml_model_close (the weights are used in place;
+ * opts->load LML_LOAD_TAKE: handed over, see above). */
 LML_API lml_status lml_model_open_memory(lml_model **out, const void *data, size_t size,
                                          const lml_model_options *opts, lml_error *err);
 /* Load (or replace) the model's tokenizer: a llama2.c tokenizer.bin whose

@@ -254,7 +254,7 @@ ml_status ml_gguf_open(ml_gguf *g, const char *path, int use_mmap, ml_err *err) 
 
 ml_status ml_gguf_parse(ml_gguf *g, const unsigned char *data, size_t size, ml_err *err) {
     memset(g, 0, sizeof *g);
-    ml_file_borrow(&g->file, data, size);
+    ml_file_borrow(&g->file, data, size, 0);
     ml_status s = parse(g, err);
     if (s != ML_OK) ml_gguf_close(g);
     return s;

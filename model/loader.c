@@ -4,8 +4,10 @@
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/pack.h"
 #include "model/mlb.h"
 #include "model/model.h"
 #include "model/sampler.h"
@@ -442,6 +444,44 @@ static void fill_rope_tables(ml_model *m) {
     }
 }
 
+/* The weights this process owns (read into memory, or an image handed
+ * over) go once into the layout the build's kernels read fastest
+ * (ml_op_weight_layout, core/pack.h): a permutation of their bytes in
+ * place, the same results. A mapped file, or a caller's image, keeps the
+ * file's layout, which every kernel reads too. The embedding table stays
+ * row-major (rows are looked up one by one), and with it a classifier that
+ * shares it. */
+enum { MATRICES_PER_LAYER = 7 };
+
+/* Matrix i of the model: the layers' seven in order, then the classifier
+ * (NULL when it is the embedding table's view). */
+static ml_qtensor *matrix_at(ml_model *m, int i) {
+    if (i == m->cfg.n_layers * MATRICES_PER_LAYER) return m->w.wcls.q == m->w.tok_emb.q ? NULL : &m->w.wcls;
+    ml_layer *L = &m->w.layers[i / MATRICES_PER_LAYER];
+    ml_qtensor *const in_layer[MATRICES_PER_LAYER] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w1, &L->w2, &L->w3};
+    return in_layer[i % MATRICES_PER_LAYER];
+}
+
+static ml_status pack_weights(ml_model *m, ml_err *err) {
+    if (m->file.kind != ML_FILE_HEAP && m->file.kind != ML_FILE_TAKEN) return ML_OK;
+    const int n = m->cfg.n_layers * MATRICES_PER_LAYER + 1;
+    size_t need = 0;
+    for (int i = 0; i < n; i++) {
+        const ml_qtensor *t = matrix_at(m, i);
+        if (t && t->q && t->rows >= 16 && ml_op_weight_layout(t) == ML_LAYOUT_R16 && ml_pack_r16_scratch(t) > need)
+            need = ml_pack_r16_scratch(t);
+    }
+    if (!need) return ML_OK;
+    void *scratch = malloc(need);
+    if (!scratch) return ml_errf(err, ML_E_NOMEM, "out of memory: %zu bytes to lay out the weights", need);
+    for (int i = 0; i < n; i++) {
+        ml_qtensor *t = matrix_at(m, i);
+        if (t && t->q && t->rows >= 16 && ml_op_weight_layout(t) == ML_LAYOUT_R16) ml_pack_r16(t, scratch);
+    }
+    free(scratch);
+    return ML_OK;
+}
+
 /* Everything after the bytes are in place: header, arena, weights, threads. */
 static ml_status open_loaded(ml_model *m, const char *path, const ml_open_opts *opts, ml_err *err) {
     ml_status s;
@@ -459,6 +499,7 @@ static ml_status open_loaded(ml_model *m, const char *path, const ml_open_opts *
     if ((s = map_weights(m, NULL, path, err))) return s;
     if ((s = carve_state(m, opts, err))) return s;
     if ((s = map_weights(m, m->w.layers, path, err))) return s;
+    if ((s = pack_weights(m, err))) return s;
     if ((s = ml_ops_init(&m->ops, opts->n_threads, err))) return s;
     fill_rope_tables(m);
     return ML_OK;
@@ -475,7 +516,7 @@ ml_status ml_model_open(ml_model *m, const char *path, const ml_open_opts *opts,
 ml_status ml_model_open_buffer(ml_model *m, const void *data, size_t size, const char *name,
                                const ml_open_opts *opts, ml_err *err) {
     memset(m, 0, sizeof *m);
-    ml_file_borrow(&m->file, data, size);
+    ml_file_borrow(&m->file, data, size, opts->use_mmap == ML_FILE_TAKE);
     ml_status s = open_loaded(m, name, opts, err);
     if (s) ml_model_close(m);
     return s;

@@ -98,7 +98,8 @@ typedef struct {
 
 typedef struct {
     int use_mmap;   /* 1: map the file; 0: read it into memory; ML_FILE_AUTO (core/file.h, the
-                     * tools' default): read it if it fits comfortably in memory, else map */
+                     * tools' default): read it if it fits comfortably in memory, else map;
+                     * ml_model_open_buffer: ML_FILE_TAKE hands the image over (core/file.h) */
     int max_seq;    /* 0: the model's context; else cap the context (and KV cache) */
     int n_threads;  /* worker threads (THREADS=pthread builds), 1 otherwise */
     int batch;      /* max tokens per ml_forward_batch step (capped at the context);

@@ -236,6 +236,10 @@ void ml_op_add_quantize_batch(ml_ops *o, ml_qbatch *out, float *x, const float *
     ml_pool_run(o->pool, quantize_run, &t, n_tok);
 }
 
+int ml_op_weight_layout(const ml_qtensor *W) {
+    return kernels_of(W) ? ml_k_weight_layout(W->type, W->stype) : ML_LAYOUT_ROWS;
+}
+
 void ml_op_dequant_row(float *out, const ml_qtensor *W, int row) {
     const weight_kernels *k = kernels_of(W);
     if (k) k->dequant_row(out, W, row);

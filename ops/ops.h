@@ -76,8 +76,12 @@ void ml_op_add_quantize_batch(ml_ops *o, ml_qbatch *out, float *x, const float *
                               const float *norm_w, float eps, float *normed);
 
 /* out = row `row` of W, dequantized to float (the embedding lookup).
- * out: (W->cols). */
+ * out: (W->cols); W in ML_LAYOUT_ROWS. */
 void ml_op_dequant_row(float *out, const ml_qtensor *W, int row);
+
+/* The layout (core/tensor.h) this build's matvec and matmul read fastest for
+ * W's weight and scale types: ML_LAYOUT_R16 asks the loader to pack W. */
+int ml_op_weight_layout(const ml_qtensor *W);
 
 /* ---- element-wise and per-token float ops (single-threaded: each is a
  * pass over a few rows, cheaper than waking the pool; the residual add and

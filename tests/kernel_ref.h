@@ -88,6 +88,7 @@ static inline ml_qtensor ref_qtensor(ml_type t, int rows, int cols) {
     W.cols = cols;
     W.type = (uint8_t)t;
     W.stype = ML_TYPE_F32; /* fp32 storage, large enough for fp16 scales too */
+    W.layout = ML_LAYOUT_ROWS;
     W.q = (int8_t *)ref_alloc((size_t)ml_quant_bytes(t, (uint64_t)rows * (uint64_t)cols));
     W.d = ref_floats((size_t)rows * (size_t)(cols / ML_QK));
     return W;

@@ -37,6 +37,7 @@
 
 #include "config/ml_config.h"
 #include "core/isa_check.h"
+#include "core/pack.h"
 #include "core/tune.h"
 #include "tests/kernel_ref.h"
 #include "tests/testlib.h"
@@ -1000,6 +1001,140 @@ static void test_dequant_row_q4_f16(tctx *t) {
     test_dequant(t, ML_TYPE_Q4_0, ml_k_dequant_row_q4_f16, ml_k_dequant_row_q4_f16_scalar, "dequant_row_q4_f16");
     t->stype = ML_TYPE_F32;
 }
+/* ---- the weight layout (core/pack.h) ------------------------------------ */
+
+/* W's copy, rearranged as the loader does for a build that asks for
+ * ML_LAYOUT_R16; each quant byte and scale checked at the place
+ * core/pack.h gives it (rows past the last full group: unmoved). */
+static ml_qtensor packed_copy(const ml_qtensor *W, const char *name) {
+    const int nb = W->cols / ML_QK, bpb = W->type == ML_TYPE_Q4_0 ? ML_Q4_BLOCK_BYTES : ML_Q8_BLOCK_BYTES;
+    const int sb = (int)ml_scale_bytes((ml_type)W->stype);
+    ml_qtensor P = ref_qtensor((ml_type)W->type, W->rows, W->cols);
+    P.stype = W->stype;
+    memcpy(P.q, W->q, (size_t)W->rows * (size_t)nb * (size_t)bpb);
+    memcpy(P.d, W->d, (size_t)W->rows * (size_t)nb * (size_t)sb);
+    void *scratch = ref_alloc(ml_pack_r16_scratch(W));
+    ml_pack_r16(&P, scratch);
+    ref_free(scratch);
+    int bad = P.layout != ML_LAYOUT_R16;
+    const unsigned char *q = (const unsigned char *)W->q, *pq = (const unsigned char *)P.q;
+    const unsigned char *d = (const unsigned char *)W->d, *pd = (const unsigned char *)P.d;
+    for (int r = 0; r < W->rows; r++)
+        for (int b = 0; b < nb; b++) {
+            const int g = r / 16, i = r % 16, full = r < W->rows / 16 * 16;
+            for (int k = 0; k < bpb; k++) {
+                const size_t at = full ? (size_t)(16 * g * nb + 16 * b) * (size_t)bpb + (size_t)(64 * (k / 4) + 4 * i + k % 4)
+                                       : ((size_t)r * (size_t)nb + (size_t)b) * (size_t)bpb + (size_t)k;
+                bad |= pq[at] != q[((size_t)r * (size_t)nb + (size_t)b) * (size_t)bpb + (size_t)k];
+            }
+            const size_t sat = full ? (size_t)(16 * g * nb + 16 * b + i) : (size_t)r * (size_t)nb + (size_t)b;
+            bad |= memcmp(pd + sat * (size_t)sb, d + ((size_t)r * (size_t)nb + (size_t)b) * (size_t)sb, (size_t)sb) != 0;
+        }
+    CHECK(!bad, "%s: ml_pack_r16 rows=%d K=%d: a byte or scale not where core/pack.h puts it", name, W->rows, W->cols);
+    return P;
+}
+
+/* rows x K, one mode: the build's matvec and matmul over the packed copy
+ * against the scalar kernels over the row-major matrix, bit for bit, on
+ * row ranges as ops splits them (multiples of 16, the last ending at rows);
+ * every other row untouched. */
+static void layout_case(tctx *t, ml_type type, int rows, int K, int mode, int pack) {
+    const int f16 = t->stype == ML_TYPE_F16;
+    const matvec_fn mv = type == ML_TYPE_Q8_0 ? (f16 ? ml_k_matvec_q8_f16 : ml_k_matvec_q8)
+                                              : (f16 ? ml_k_matvec_q4_f16 : ml_k_matvec_q4);
+    const matvec_fn mv_sc = type == ML_TYPE_Q8_0 ? (f16 ? ml_k_matvec_q8_f16_scalar : ml_k_matvec_q8_scalar)
+                                                 : (f16 ? ml_k_matvec_q4_f16_scalar : ml_k_matvec_q4_scalar);
+    const matmul_fn mm = type == ML_TYPE_Q8_0 ? (f16 ? ml_k_matmul_q8_f16 : ml_k_matmul_q8)
+                                              : (f16 ? ml_k_matmul_q4_f16 : ml_k_matmul_q4);
+    const matmul_fn mm_sc = type == ML_TYPE_Q8_0 ? (f16 ? ml_k_matmul_q8_f16_scalar : ml_k_matmul_q8_scalar)
+                                                 : (f16 ? ml_k_matmul_q4_f16_scalar : ml_k_matmul_q4_scalar);
+    const char *name = type == ML_TYPE_Q8_0 ? (f16 ? "q8_0 f16 scales" : "q8_0") : (f16 ? "q4_0 f16 scales" : "q4_0");
+    const int nb = K / ML_QK, toks[] = {1, 2, 3, 8, 9, 17}, max_tok = 17;
+    ml_qtensor W = ref_qtensor(type, rows, K);
+    ml_qbatch X = {(int8_t *)ref_alloc((size_t)max_tok * (size_t)K), ref_floats((size_t)max_tok * (size_t)nb), K, max_tok};
+    ml_qact x0 = ref_qact(K);
+    for (int tk = 0; tk < max_tok; tk++) {
+        fill_matvec(t, &W, &x0, mode);
+        memcpy(X.q + (size_t)tk * (size_t)K, x0.q, (size_t)K);
+        memcpy(X.d + (size_t)tk * (size_t)nb, x0.d, (size_t)nb * sizeof(float));
+    }
+    ml_qtensor P = pack ? packed_copy(&W, name) : W;
+    const size_t ny = (size_t)max_tok * (size_t)rows;
+    float *yi = ref_floats(ny + GUARD), *ys = ref_floats(ny + GUARD);
+    const int full = rows / 16 * 16;
+    const int r0s[] = {0, 16, 0, 16}, r1s[] = {rows, rows, full, full < 32 ? full : 32};
+    for (int c = 0; c < 4; c++) {
+        const int r0 = r0s[c], r1 = r1s[c];
+        if (r0 >= r1) continue;
+        reset_y(yi, (int)ny);
+        reset_y(ys, (int)ny);
+        mv(yi, &P, &x0, r0, r1);
+        mv_sc(ys, &W, &x0, r0, r1);
+        int bad = !guard_ok(yi, (int)ny);
+        for (int r = 0; r < rows; r++) bad |= !ref_same_bits(yi[r], ys[r]);
+        CHECK(!bad, "%s matvec, layout %d: rows=%d K=%d mode=%d [%d,%d): not the scalar's bits (or outside)", name,
+              P.layout, rows, K, mode, r0, r1);
+        for (int ti = 0; ti < (int)(sizeof toks / sizeof *toks); ti++) {
+            X.n_tok = toks[ti];
+            reset_y(yi, (int)ny);
+            reset_y(ys, (int)ny);
+            mm(yi, rows, &P, &X, r0, r1);
+            mm_sc(ys, rows, &W, &X, r0, r1);
+            bad = !guard_ok(yi, (int)ny);
+            for (size_t i = 0; i < (size_t)X.n_tok * (size_t)rows; i++) bad |= !ref_same_bits(yi[i], ys[i]);
+            CHECK(!bad, "%s matmul, layout %d: rows=%d K=%d n_tok=%d mode=%d [%d,%d): not the scalar's bits", name,
+                  P.layout, rows, K, X.n_tok, mode, r0, r1);
+        }
+    }
+    if (pack) ref_qtensor_free(&P);
+    ref_free(yi);
+    ref_free(ys);
+    ref_free(X.q);
+    ref_free(X.d);
+    ref_qact_free(&x0);
+    ref_qtensor_free(&W);
+}
+
+/* The layout each weight type asks for; with ML_LAYOUT_R16, its kernels
+ * over packed matrices (full groups, a tail of rows, none) at block counts
+ * around the kernels' chunks of 16, in every mode and both tunings (x86). */
+static void test_weight_layout(tctx *t) {
+    int before = tl_failed;
+    const ml_type types[2] = {ML_TYPE_Q8_0, ML_TYPE_Q4_0};
+    const int rows_list[] = {5, 16, 37, 64}, ks[] = {32, 96, 480, 544, 2048};
+    for (int s = 0; s < 2; s++) {
+        t->stype = s ? ML_TYPE_F16 : ML_TYPE_F32;
+        for (int ty = 0; ty < 2; ty++) {
+            const int layout = ml_k_weight_layout(types[ty], t->stype);
+            CHECK(layout == ML_LAYOUT_ROWS || layout == ML_LAYOUT_R16, "weight_layout: %d is no layout", layout);
+            for (int ri = 0; ri < (int)(sizeof rows_list / sizeof *rows_list); ri++)
+                for (int ki = 0; ki < (int)(sizeof ks / sizeof *ks); ki++) {
+                    const int rows = rows_list[ri], K = ks[ki];
+                    if (t->quick && K > 544 && rows > 16) continue;
+                    layout_case(t, types[ty], rows, K, MV_SCALED, layout == ML_LAYOUT_R16);
+                    if (K <= 544) {
+                        layout_case(t, types[ty], rows, K, MV_EXTREME, layout == ML_LAYOUT_R16);
+                        layout_case(t, types[ty], rows, K, MV_TINY, layout == ML_LAYOUT_R16);
+                    }
+#if defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86)
+                    const int l1 = ml_prefetch_l1(); /* the other tuning (core/tune.h) */
+                    ml_set_prefetch_l1(!l1);
+                    layout_case(t, types[ty], rows, K, MV_SCALED, layout == ML_LAYOUT_R16);
+                    ml_set_prefetch_l1(l1);
+#endif
+                }
+        }
+    }
+    t->stype = ML_TYPE_F32;
+    char what[200];
+    snprintf(what, sizeof what,
+             "weight_layout (q8_0 %s, q4_0 %s): bytes where core/pack.h puts them, matvec and matmul over them = the "
+             "scalar's bits, ranges of 16 rows, tails, all modes",
+             ml_k_weight_layout(ML_TYPE_Q8_0, ML_TYPE_F32) == ML_LAYOUT_R16 ? "R16" : "rows",
+             ml_k_weight_layout(ML_TYPE_Q4_0, ML_TYPE_F32) == ML_LAYOUT_R16 ? "R16" : "rows");
+    GROUP_DONE(what, before);
+}
+
 #define test_quantize_q8 test_quantize
 #define test_add test_vec
 #define test_dot_f32 test_vec

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/pack.h"
 #include "core/tune.h"
 #include "tools/matmul_driver.h"
 
@@ -46,6 +47,10 @@ int main(int argc, char **argv) {
     }
     ml_qtensor *W = drv_buf(sizeof *W * (size_t)copies);
     for (int c = 0; c < copies; c++) W[c] = drv_weights(rows, cols, q4 ? ML_TYPE_Q4_0 : ML_TYPE_Q8_0, ML_TYPE_F16);
+    if (ml_k_weight_layout(W[0].type, W[0].stype) == ML_LAYOUT_R16 && getenv("ML_ROWS") == NULL) {
+        void *scratch = drv_buf(ml_pack_r16_scratch(&W[0])); /* as the loader lays them out */
+        for (int c = 0; c < copies; c++) ml_pack_r16(&W[c], scratch);
+    }
     ml_qbatch X = drv_acts(cols, n_tok);
     ml_qact x = {X.q, X.d, cols};
     float *Y = drv_buf((size_t)rows * (size_t)n_tok * 4);

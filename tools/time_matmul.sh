@@ -24,7 +24,7 @@ make -s -j2 ISA="$isa" "$build/ml_run" "$build/ml_bench" >&2
 bin=$build/time_matmul
 gen=$(make -s ISA="$isa" print-gen)
 cc -std=c11 -O2 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -I. -I"$build/gen" -I"$gen" -DML_ISA="$isa" \
-    tools/time_matmul.c $(find "$build/obj/kernels" -name '*.o') "$build/obj/core/tune.o" -o "$bin" -lm
+    tools/time_matmul.c $(find "$build/obj/kernels" -name '*.o') "$build/obj/core/tune.o" "$build/obj/core/pack.o" -o "$bin" -lm
 if [ -z "${PREFETCH:-}" ]; then # ml_bench's banner says which the guard chose
     PREFETCH=l2
     ! "$build/ml_bench" --kernels-only --reps 1 --wtype q8_0 | head -n 1 | grep -q 'Zen 5' || PREFETCH=l1

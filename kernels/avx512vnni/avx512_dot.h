@@ -15,6 +15,7 @@
 #define ML_AVX512_DOT_H
 
 #include <immintrin.h>
+#include <string.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -204,6 +205,48 @@ ML_INLINE __m512i ml_avx512_ublock2(const int8_t *a, const int8_t *b, ml_type t)
         _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)b)), 1);
     const __m512i sh = _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0);
     return _mm512_and_si512(_mm512_srlv_epi64(v, sh), _mm512_set1_epi8(0x0F));
+}
+
+/* The 4 activation bytes at p in every int32 lane (vpdpbusd's signed operand). */
+ML_INLINE __m512i ml_avx512_bcast4(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return _mm512_set1_epi32(v);
+}
+
+/* Lane b: -off * (sum of block b's 32 activations), for the 16 blocks
+ * whose quants q[0..7] hold (zeros past the last): one tree of adds. */
+ML_INLINE __m512i ml_avx512_xsums16(const __m512i *q, ml_type t) {
+    const __m512i z = _mm512_setzero_si512(), o = _mm512_set1_epi8((char)ml_avx512_off(t));
+    /* block b's sum sits at lane (b & 8) + 4 (b & 1) + (b & 7) / 2 */
+    const __m512i perm = _mm512_set_epi32(15, 11, 14, 10, 13, 9, 12, 8, 7, 3, 6, 2, 5, 1, 4, 0);
+    __m512i v[8]; /* lanes 0..7: block 2k's partial sums, 8..15: 2k + 1's */
+    ML_UNROLL for (int k = 0; k < 8; k++) v[k] = _mm512_dpbusd_epi32(z, o, q[k]);
+    const __m512i q0 = ml_avx512_quads(v), q1 = ml_avx512_quads(v + 4);
+    const __m512i e = _mm512_add_epi32(_mm512_shuffle_i32x4(q0, q1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                       _mm512_shuffle_i32x4(q0, q1, _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_sub_epi32(z, _mm512_permutexvar_epi32(perm, e));
+}
+
+/* ---- the interleaved layout (core/pack.h, ML_LAYOUT_R16) ---------------- */
+
+/* Block b of a packed group, at p (16 * bpb bytes), as 8 vectors: w[j],
+ * lane i = row i's unsigned weights of elements 4j .. 4j + 3 (Q8_0 flipped
+ * to w + 128; Q4_0's low nibbles are elements 4j.. of vector j < 4, its high
+ * ones 16 + 4j.. of vector 4 + j): the operands of vpdpbusd against the
+ * block's activation bytes 4j .. 4j + 3 broadcast (ml_avx512_bcast4). */
+ML_INLINE void ml_avx512_r16_block(__m512i *w, const int8_t *p, ml_type t) {
+    if (t == ML_TYPE_Q8_0) {
+        const __m512i f = _mm512_set1_epi8((char)0x80);
+        ML_UNROLL for (int j = 0; j < 8; j++) w[j] = _mm512_xor_si512(_mm512_loadu_si512(p + 64 * j), f);
+        return;
+    }
+    const __m512i m = _mm512_set1_epi8(0x0F);
+    ML_UNROLL for (int j = 0; j < 4; j++) {
+        const __m512i v = _mm512_loadu_si512(p + 64 * j);
+        w[j] = _mm512_and_si512(v, m);
+        w[4 + j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m);
+    }
 }
 
 /* Scales i .. i + 15 of d (lanes of m; the others 0.0f, not read), of
