@@ -253,6 +253,17 @@ static void test_sampler(lml_model *m) {
     GROUP_DONE("lml_sampler: lml_generate's draws (greedy, seeded, penalty) token by token; bad options refused", f0);
 }
 
+/* LML_LOAD_TAKE hands over a buffer: a file cannot be. */
+static void test_load_take(const char *path) {
+    int f0 = tl_failed;
+    lml_error err = {{0}};
+    lml_model *m = NULL;
+    lml_model_options o = {.threads = 1, .no_tokenizer = 1, .load = LML_LOAD_TAKE};
+    CHECK(ml_api_open(&m, path, NULL, 0, &o, &err) == LML_E_ARG && !m && strstr(err.message, "LML_LOAD_TAKE"),
+          "lml_model_open with LML_LOAD_TAKE: expected LML_E_ARG naming it, got '%s'", err.message);
+    GROUP_DONE("load: LML_LOAD_TAKE refused for a file (it is for lml_model_open_memory)", f0);
+}
+
 int ml_main(int argc, char **argv) {
     (void)argc, (void)argv;
     const char *models = getenv("MODELS") && *getenv("MODELS") ? getenv("MODELS") : "../shared/models";
@@ -279,6 +290,7 @@ int ml_main(int argc, char **argv) {
         test_render(m, tpath);
         test_tokens(m);
         test_sampler(m);
+        test_load_take(path);
     }
     lml_model_close(m);
     lml_model_close(bare);

@@ -5,13 +5,16 @@
  * logits, the KV cache rows and the decode step after the prompt, bit for
  * bit; Q8_0 and Q4_0, GQA and not, batches smaller than, equal to and larger
  * than the prompt (odd sizes included), a second batch at pos0 > 0, and every
- * thread count the build has. Bad arguments return ML_E_ARG before anything runs. */
+ * thread count the build has. Bad arguments return ML_E_ARG before anything runs.
+ * A model whose image is handed over (ML_FILE_TAKE) gets its matrices in the
+ * build's layout (core/pack.h): the same logits, batched or not. */
 #include <string.h>
 
 #include "core/mem.h"
 #include "core/threads.h"
 #include "model/mlb_random.h"
 #include "model/model.h"
+#include "ops/ops.h"
 #include "tests/testlib.h"
 
 enum { PROMPT = 21, SEQ = 40, MAXV = 512 };
@@ -116,6 +119,42 @@ static void compare(const shape *sh, const image *im, const ml_model *ref, int b
     ml_model_close(&m);
 }
 
+/* A copy of the image handed over (ML_FILE_TAKE): the loader lays out each
+ * matrix as the build's kernels ask (ml_op_weight_layout; the embedding
+ * table, and a classifier that shares it, stay row-major), and the prompt
+ * in batches of `batch` and a decode step give the reference's bits. */
+static void compare_taken(const shape *sh, const image *im, int batch, int threads, const float *ref_next) {
+    unsigned char *copy = ml_aligned_alloc(64, ml_arena_round(im->size));
+    CHECK(copy != NULL, "%s: a copy of the image", sh->name);
+    if (!copy) return;
+    memcpy(copy, im->img, im->size);
+    ml_model m;
+    ml_err err = {{0}};
+    ml_open_opts oo = {.use_mmap = ML_FILE_TAKE, .n_threads = threads, .batch = batch, .all_logits = 1};
+    ml_status s = ml_model_open_buffer(&m, copy, im->size, "random", &oo, &err);
+    CHECK(s == ML_OK, "%s: open, handed over: %s", sh->name, err.msg);
+    if (s == ML_OK) {
+        const ml_layer *L = &m.w.layers[m.cfg.n_layers - 1];
+        const int want = L->w2.rows >= 16 ? ml_op_weight_layout(&L->w2) : ML_LAYOUT_ROWS;
+        CHECK(L->wq.layout == want && L->w2.layout == want && m.w.tok_emb.layout == ML_LAYOUT_ROWS &&
+                  (sh->shared || m.w.wcls.layout == want),
+              "%s: layouts wq %d w2 %d tok_emb %d wcls %d, expected %d (tok_emb rows)", sh->name, L->wq.layout,
+              L->w2.layout, m.w.tok_emb.layout, m.w.wcls.layout, want);
+        collector col = {0, 0, 0, m.cfg.vocab};
+        s = ml_forward_batch(&m, prompt, PROMPT, 0, collect, &col, &err);
+        int bad = 0;
+        for (int p = 0; p < PROMPT; p++) bad += memcmp(got_logits[p], ref_logits[p], vocab_bytes(&m)) != 0;
+        CHECK(s == ML_OK && col.calls == PROMPT && bad == 0,
+              "%s, layout %d, -b %d -t %d: %d of %d positions' logits differ from the row layout's (%s)", sh->name,
+              want, batch, threads, bad, PROMPT, err.msg);
+        s = ml_forward(&m, 7, PROMPT, &err);
+        CHECK(s == ML_OK && !memcmp(m.s.logits, ref_next, vocab_bytes(&m)),
+              "%s, layout %d: the decode step after the prompt differs (%s)", sh->name, want, err.msg);
+        ml_model_close(&m);
+    }
+    ml_aligned_free(copy);
+}
+
 static void test_shape(const shape *sh, const int *threads, int n_threads) {
     int f0 = tl_failed;
     image im = make_image(sh);
@@ -140,6 +179,11 @@ static void test_shape(const shape *sh, const int *threads, int n_threads) {
     compare(sh, &im, &ref, 7, 7, threads[n_threads - 1], ref_next);
     compare(sh, &im, &ref, 8, 5, 1, ref_next);
     compare(sh, &im, &ref, 1, 9, 1, ref_next); /* -b 1: token by token through ml_forward_batch */
+    for (int k = 0; k < n_threads; k++) {
+        compare_taken(sh, &im, 1, threads[k], ref_next);
+        compare_taken(sh, &im, 7, threads[k], ref_next);
+        compare_taken(sh, &im, PROMPT, threads[k], ref_next);
+    }
 
     /* A batch of one needs no all_logits for every token's logits. */
     ml_model one;
@@ -156,7 +200,8 @@ static void test_shape(const shape *sh, const int *threads, int n_threads) {
     ml_model_close(&ref);
     ml_aligned_free(im.img);
     char what[160];
-    snprintf(what, sizeof what, "%s: ml_forward_batch bit-identical to ml_forward (logits, KV cache, next step)",
+    snprintf(what, sizeof what,
+             "%s: ml_forward_batch bit-identical to ml_forward (logits, KV cache, next step), in the build's layout too",
              sh->name);
     GROUP_DONE(what, f0);
 }
