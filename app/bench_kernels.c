@@ -8,6 +8,7 @@
 
 #include "app/bench.h"
 #include "core/mem.h"
+#include "core/pack.h"
 #include "app/exit_codes.h"
 #include "config/ml_config.h"
 #include "ops/ops.h"
@@ -43,6 +44,20 @@ static void run_matmul(void *c) {
     else (f16 ? ml_k_matmul_q4_f16 : ml_k_matmul_q4)(m->y, m->W.rows, &m->W, &m->X, 0, m->W.rows);
 }
 
+/* W in the layout this build's kernels read fastest (core/pack.h), as the
+ * loader lays out the weights it reads. */
+static int lay_out(ml_qtensor *W) {
+    if (W->rows < 16 || ml_k_weight_layout(W->type, W->stype) != ML_LAYOUT_R16) return ML_EXIT_OK;
+    void *scratch = malloc(ml_pack_r16_scratch(W));
+    if (!scratch) {
+        fprintf(stderr, "ml_bench: out of memory for %dx%d\n", W->rows, W->cols);
+        return ML_EXIT_FAIL;
+    }
+    ml_pack_r16(W, scratch);
+    free(scratch);
+    return ML_EXIT_OK;
+}
+
 static int bench_one_matvec(const ml_bench_opts *o, ml_ops *ops, const mv_shape *s, int wtype, ml_rng *rng) {
     const ml_type st = o->f16_scales ? ML_TYPE_F16 : ML_TYPE_F32;
     const char *tn = st == ML_TYPE_F16 ? (wtype == ML_TYPE_Q8_0 ? "q8_0_f16" : "q4_0_f16")
@@ -73,6 +88,9 @@ static int bench_one_matvec(const ml_bench_opts *o, ml_ops *ops, const mv_shape 
             ml_rng_floats(rng, c.W.d, n / ML_QK, 1e-3f, 2e-3f);
         ml_rng_quants(rng, c.x.q, (size_t)s->cols, ML_TYPE_Q8_0);
         ml_rng_floats(rng, c.x.d, (size_t)s->cols / ML_QK, 1e-2f, 2e-2f);
+        rc = lay_out(&c.W); /* as the loader would */
+    }
+    if (!rc) {
         double t[64];
         ml_bench_progress("matvec_%s %dx%d (%d runs)", tn, s->rows, s->cols, o->reps);
         for (int r = 0; r < o->reps; r++) t[r] = ml_bench_time_call(run_matvec, &c);
