@@ -59,10 +59,10 @@ lml_status ml_api_open(lml_model **out, const char *path, const void *data, size
         return ml_api_fail(err, ML_E_ARG, "threads: expected 0 (default) .. 256");
     if (o->context < 0) return ml_api_fail(err, ML_E_ARG, "context: expected 0 (the model's) or a positive length");
     if (o->batch < 0) return ml_api_fail(err, ML_E_ARG, "batch: expected 0 (default) or a positive token count");
-    lml_model *h = calloc(1, sizeof *h);
-    if (!h) return ml_api_fail(err, ML_E_NOMEM, "out of memory for the model handle");
     if (o->load == LML_LOAD_TAKE && path)
         return ml_api_fail(err, ML_E_ARG, "load: LML_LOAD_TAKE is for lml_model_open_memory, not a file");
+    lml_model *h = calloc(1, sizeof *h);
+    if (!h) return ml_api_fail(err, ML_E_NOMEM, "out of memory for the model handle");
     ml_open_opts oo = {.use_mmap = o->load == LML_LOAD_MMAP ? 1 : o->load == LML_LOAD_READ ? 0
                                  : o->load == LML_LOAD_TAKE ? ML_FILE_TAKE : ML_FILE_AUTO,
                        .max_seq = o->context,

@@ -47,7 +47,7 @@ static void run_matmul(void *c) {
 /* W in the layout this build's kernels read fastest (core/pack.h), as the
  * loader lays out the weights it reads. */
 static int lay_out(ml_qtensor *W) {
-    if (W->rows < 16 || ml_k_weight_layout(W->type, W->stype) != ML_LAYOUT_R16) return ML_EXIT_OK;
+    if (ml_op_weight_layout(W) != ML_LAYOUT_R16) return ML_EXIT_OK;
     void *scratch = malloc(ml_pack_r16_scratch(W));
     if (!scratch) {
         fprintf(stderr, "ml_bench: out of memory for %dx%d\n", W->rows, W->cols);

@@ -8,8 +8,8 @@
  * others fp32 scales (W->d). Activations always have fp32 scales.
  * weight_layout names the layout (core/tensor.h) the build's matvec and
  * matmul read fastest for a weight and scale type: the loader rearranges
- * the weights it owns into it once (core/pack.h); the kernels of that build
- * read either layout, every other kernel only ML_LAYOUT_ROWS.
+ * the weights it owns into it once (core/pack.h); that build's matvec and
+ * matmul read either layout, every other kernel only ML_LAYOUT_ROWS.
  *   X(return type, name, NAME, parameter list), one kernel per line          */
 #ifndef ML_KERNELS_H
 #define ML_KERNELS_H

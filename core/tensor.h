@@ -1,7 +1,7 @@
 /* Tensor views. A weight matrix is stored SoA: all quant bytes, then all
  * block scales, each array 64-byte aligned (DESIGN §4), so every ISA can use
- * aligned vector loads. Row r, block b: quants at q + (r*cols + b*32)*bpe,
- * scale at d[r*(cols/32) + b]. */
+ * aligned vector loads. Row r, block b (ML_LAYOUT_ROWS, below): quants at
+ * q + (r*cols + b*32)*bpe, scale at d[r*(cols/32) + b]. */
 #ifndef ML_TENSOR_H
 #define ML_TENSOR_H
 

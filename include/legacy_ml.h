@@ -88,11 +88,12 @@ typedef struct {
     int load;              /* how the file is held: LML_LOAD_AUTO (0: read into memory when
                               it takes at most half of the available memory, which decodes
                               faster; else mapped), LML_LOAD_MMAP, LML_LOAD_READ;
-                              lml_model_open_memory also LML_LOAD_TAKE: the image is
-                              handed over, and the library may rearrange its weights in
-                              place into the layout this build's kernels read fastest
-                              (as it does a file it reads); free it after
-                              lml_model_close and do not read or reopen it */
+                              lml_model_open_memory also LML_LOAD_TAKE: the image
+                              (writable) is handed over, and the library may rearrange
+                              its weights in place into the layout this build's kernels
+                              read fastest (as it does a file it reads); free it after
+                              lml_model_close, or after a failed open, and do not read,
+                              reuse or reopen it */
     int all_logits;        /* 1: room to pass every prompt position's logits to a
                               callback in batches (otherwise such a prompt runs token
                               by token: same logits, slower) */

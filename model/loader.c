@@ -468,7 +468,7 @@ static ml_status pack_weights(ml_model *m, ml_err *err) {
     size_t need = 0;
     for (int i = 0; i < n; i++) {
         const ml_qtensor *t = matrix_at(m, i);
-        if (t && t->q && t->rows >= 16 && ml_op_weight_layout(t) == ML_LAYOUT_R16 && ml_pack_r16_scratch(t) > need)
+        if (t && t->q && ml_op_weight_layout(t) == ML_LAYOUT_R16 && ml_pack_r16_scratch(t) > need)
             need = ml_pack_r16_scratch(t);
     }
     if (!need) return ML_OK;
@@ -476,7 +476,7 @@ static ml_status pack_weights(ml_model *m, ml_err *err) {
     if (!scratch) return ml_errf(err, ML_E_NOMEM, "out of memory: %zu bytes to lay out the weights", need);
     for (int i = 0; i < n; i++) {
         ml_qtensor *t = matrix_at(m, i);
-        if (t && t->q && t->rows >= 16 && ml_op_weight_layout(t) == ML_LAYOUT_R16) ml_pack_r16(t, scratch);
+        if (t && t->q && ml_op_weight_layout(t) == ML_LAYOUT_R16) ml_pack_r16(t, scratch);
     }
     free(scratch);
     return ML_OK;
@@ -499,14 +499,15 @@ static ml_status open_loaded(ml_model *m, const char *path, const ml_open_opts *
     if ((s = map_weights(m, NULL, path, err))) return s;
     if ((s = carve_state(m, opts, err))) return s;
     if ((s = map_weights(m, m->w.layers, path, err))) return s;
-    if ((s = pack_weights(m, err))) return s;
     if ((s = ml_ops_init(&m->ops, opts->n_threads, err))) return s;
     fill_rope_tables(m);
-    return ML_OK;
+    return pack_weights(m, err); /* last: an open that fails leaves the bytes as they were, but for its own NOMEM */
 }
 
 ml_status ml_model_open(ml_model *m, const char *path, const ml_open_opts *opts, ml_err *err) {
     memset(m, 0, sizeof *m);
+    if (opts->use_mmap == ML_FILE_TAKE)
+        return ml_errf(err, ML_E_ARG, "%s: ML_FILE_TAKE hands over a buffer (ml_model_open_buffer), not a file", path);
     ml_status s = ml_file_open(&m->file, path, opts->use_mmap, err);
     if (!s) s = open_loaded(m, path, opts, err);
     if (s) ml_model_close(m);

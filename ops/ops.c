@@ -17,8 +17,11 @@ void ml_ops_free(ml_ops *o) {
 
 /* Matvec work items (core/threads.h) are groups of ROWS_PER_ITEM rows: a
  * multiple of 4, so the kernels' 4-row groups are the same whoever runs an
- * item, and of 16, one AVX-512 register of rows. */
+ * item, and of 16, one AVX-512 register of rows and the groups of a matrix
+ * in ML_LAYOUT_R16 (core/pack.h), whose kernels take ranges that start (and
+ * end, but at the last row) on a group. */
 #define ROWS_PER_ITEM 16
+_Static_assert(ROWS_PER_ITEM % 16 == 0, "a work item is whole 16-row groups");
 
 static int row_items(int rows) { return (rows + ROWS_PER_ITEM - 1) / ROWS_PER_ITEM; }
 
@@ -237,11 +240,11 @@ void ml_op_add_quantize_batch(ml_ops *o, ml_qbatch *out, float *x, const float *
 }
 
 int ml_op_weight_layout(const ml_qtensor *W) {
-    return kernels_of(W) ? ml_k_weight_layout(W->type, W->stype) : ML_LAYOUT_ROWS;
+    return kernels_of(W) && W->rows >= 16 ? ml_k_weight_layout(W->type, W->stype) : ML_LAYOUT_ROWS;
 }
 
 void ml_op_dequant_row(float *out, const ml_qtensor *W, int row) {
-    const weight_kernels *k = kernels_of(W);
+    const weight_kernels *k = W->layout == ML_LAYOUT_ROWS ? kernels_of(W) : NULL; /* rows are read row-major */
     if (k) k->dequant_row(out, W, row);
     else fill_nan(out, W->cols);
 }

@@ -79,8 +79,10 @@ void ml_op_add_quantize_batch(ml_ops *o, ml_qbatch *out, float *x, const float *
  * out: (W->cols); W in ML_LAYOUT_ROWS. */
 void ml_op_dequant_row(float *out, const ml_qtensor *W, int row);
 
-/* The layout (core/tensor.h) this build's matvec and matmul read fastest for
- * W's weight and scale types: ML_LAYOUT_R16 asks the loader to pack W. */
+/* The layout (core/tensor.h) the loader gives W (in ML_LAYOUT_ROWS) when it
+ * owns the bytes: the one this build's matvec and matmul read fastest for
+ * W's weight and scale types (ml_k_weight_layout); ML_LAYOUT_R16 only with
+ * a full group of 16 rows. */
 int ml_op_weight_layout(const ml_qtensor *W);
 
 /* ---- element-wise and per-token float ops (single-threaded: each is a

@@ -17,7 +17,8 @@ cd "$(dirname "$0")/.."
 . tests/sh_lib.sh
 
 # The load-time allocations: arena, read fallback, thread pool, tokenizers,
-# the speculation context (sized once at set-up), the library's handles
+# the speculation context (sized once at set-up), the weight layout's one-group
+# scratch (model/loader.c:pack_weights, freed before the load returns), the library's handles
 # (api/: a model's, a chat's and a sampler's, at open); the GGUF reader and
 # converter (model/gguf*.c: before a load, converting ml_run -m X.gguf);
 # core/mem.c holds the aligned allocators the first two call (their own
@@ -36,6 +37,7 @@ model/tokenizer.c:build
 model/bpe.c:build
 model/bpe.c:sort_specials
 model/speculate.c:ml_spec_init
+model/loader.c:pack_weights
 model/gguf.c:parse
 model/gguf_mlb.c:check_tensors
 model/gguf_mlb.c:read_tokenizer

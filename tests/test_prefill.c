@@ -135,7 +135,7 @@ static void compare_taken(const shape *sh, const image *im, int batch, int threa
     CHECK(s == ML_OK, "%s: open, handed over: %s", sh->name, err.msg);
     if (s == ML_OK) {
         const ml_layer *L = &m.w.layers[m.cfg.n_layers - 1];
-        const int want = L->w2.rows >= 16 ? ml_op_weight_layout(&L->w2) : ML_LAYOUT_ROWS;
+        const int want = ml_op_weight_layout(&L->w2);
         CHECK(L->wq.layout == want && L->w2.layout == want && m.w.tok_emb.layout == ML_LAYOUT_ROWS &&
                   (sh->shared || m.w.wcls.layout == want),
               "%s: layouts wq %d w2 %d tok_emb %d wcls %d, expected %d (tok_emb rows)", sh->name, L->wq.layout,

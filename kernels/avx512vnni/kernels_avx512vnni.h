@@ -16,6 +16,8 @@
 #define ML_HAS_MATVEC_Q4_F16_AVX512VNNI 1
 #define ML_HAS_MATMUL_Q8_F16_AVX512VNNI 1
 #define ML_HAS_MATMUL_Q4_F16_AVX512VNNI 1
+/* weight_layout asks the loader for ML_LAYOUT_R16, which only this folder's
+ * matvec and matmul read: an ISA above that replaces them replaces it too */
 #define ML_HAS_WEIGHT_LAYOUT_AVX512VNNI 1
 #define ML_HAS_QUANTIZE_Q8_AVX512VNNI 1
 #define ML_HAS_SOFTMAX_AVX512VNNI 1

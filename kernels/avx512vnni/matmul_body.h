@@ -16,9 +16,14 @@
  * per token and block for all rows), so it is exactly sum w x (int32, wraps
  * but never saturates).
  *
- * A small Q4_0 batch (mm512_small_batch) goes to the matvec's steps
- * instead (ml_avx512_matmul_nt, matvec_body.h): below 5 tokens the
- * transposes cost more than the steps' reductions they save.
+ * A matrix laid out in 16-row groups (core/pack.h, ML_LAYOUT_R16: the
+ * weights this process read) holds those vectors already: its full groups
+ * are loaded instead of transposed (mm512_wprep_r16), and a batch of at
+ * most ML_AVX512_R16_T tokens streams them group after group with the
+ * matvec's body (ml_avx512_r16_rows, matvec_body.h). On a row-major matrix, a small Q4_0 batch
+ * (mm512_small_batch) goes to the matvec's steps instead
+ * (ml_avx512_matmul_nt, matvec_body.h): below 5 tokens the transposes cost
+ * more than the steps' reductions they save.
  *
  * Loop order (mm512_matmul, at the end): a row tile (MM512_GROUPS
  * groups of 16 rows) and a chunk of MM512_KB blocks are transposed once into
@@ -232,61 +237,15 @@ ML_INLINE void mm512_tile(float *y, size_t ldy, __mmask16 m, int first, const mm
         if (t < nt) _mm512_mask_storeu_ps(y + (size_t)t * ldy, m, acc[t]);
 }
 
-/* A small batch (nt <= MM512_T tokens: a speculative draft) over one full
- * group of a packed matrix (core/pack.h; gq, gd its quants and scales, y
- * token 0's 16 rows): block after block over the whole row, each block's
- * vectors loaded once for every token, the weights one linear stream
- * prefetched as the matvec's (ml_avx512_r16_rows). In the row tiles below,
- * made for long prompts, a short batch left the memory idle while it
- * computed (Zen 5, 8 tokens, Q8_0 2048x2048 from memory: 38.6 ns per 16
- * rows x block against 34.2 for the transposed row-major tiles). Each
- * (row, token) is the tile's dot and float step, block after block. */
-ML_INLINE void mm512_r16_nt(float *y, size_t ldy, const int8_t *gq, const void *gd, const ml_qbatch *X, int nt,
-                            ml_type type, ml_type st, int l1) {
-    const int nb = X->n / ML_QK;
-    const size_t bb = 16 * ml_avx512_wbytes(type), sb = (size_t)ml_scale_bytes(st);
-    const uintptr_t pf = (uintptr_t)gq + ML_AVX512_R16_AHEAD;
-    const uintptr_t pfd = (uintptr_t)gd + ML_AVX512_R16_AHEAD / bb * 16 * sb;
-    __m512 acc[MM512_T];
-    ML_UNROLL for (int t = 0; t < MM512_T; t++)
-        if (t < nt) acc[t] = _mm512_setzero_ps();
-    for (int b0 = 0; b0 < nb; b0 += 16) {
-        const int n = nb - b0 < 16 ? nb - b0 : 16;
-        int32_t cx[MM512_T][16];
-        for (int t = 0; t < nt; t++) {
-            const int8_t *x = X->q + (size_t)t * (size_t)X->n + (size_t)b0 * ML_QK;
-            __m512i q[8];
-            ML_UNROLL for (int k = 0; k < 8; k++) q[k] = ml_avx512_load_n(x + 64 * k, n * ML_QK - 64 * k);
-            _mm512_storeu_si512(cx[t], ml_avx512_xsums16(q, type));
-        }
-        for (int b = b0; b < b0 + n; b++) {
-            ML_UNROLL for (size_t l = 0; l < bb; l += 64) ml_avx512_pf(pf + (size_t)b * bb + l, l1);
-            _mm_prefetch((const char *)(pfd + (size_t)b * 16 * sb), _MM_HINT_T0);
-            __m512i w[8], s[MM512_T];
-            ml_avx512_r16_block(w, gq + (size_t)b * bb, type);
-            ML_UNROLL for (int t = 0; t < MM512_T; t++)
-                if (t < nt) s[t] = _mm512_set1_epi32(cx[t][b - b0]);
-            ML_UNROLL for (int j = 0; j < 8; j++)
-                ML_UNROLL for (int t = 0; t < MM512_T; t++)
-                    if (t < nt)
-                        s[t] = _mm512_dpbusd_epi32(
-                            s[t], w[j], ml_avx512_bcast4(X->q + (size_t)t * (size_t)X->n + (size_t)b * ML_QK + 4 * j));
-            const __m512 dw = ml_avx512_ld16s(gd, (size_t)b * 16, (__mmask16)0xFFFF, st);
-            ML_UNROLL for (int t = 0; t < MM512_T; t++) {
-                if (t >= nt) continue;
-                const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(X->d[(size_t)t * (size_t)nb + (size_t)b]));
-                acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(s[t]), sc));
-            }
-        }
-    }
-    ML_UNROLL for (int t = 0; t < MM512_T; t++)
-        if (t < nt) _mm512_storeu_ps(y + (size_t)t * ldy, acc[t]);
-}
-
-/* The full groups of a packed matrix in rows [r0, r1) for a batch of 2 ..
- * MM512_T tokens, each count with its own constant (registers, as
- * mm512_tile_n); returns where they end. */
-_Static_assert(MM512_T == 8, "mm512_r16_small has a case for each count");
+/* The full groups of a packed matrix in rows [r0, r1) for a small batch (a
+ * speculative draft: 1 .. ML_AVX512_R16_T tokens), streamed group after
+ * group by the matvec's body (ml_avx512_r16_rows), each count with its own
+ * constant (registers, as mm512_tile_n); returns where they end. In the
+ * row tiles below, made for long prompts, a short batch left the memory
+ * idle while it computed (Zen 5, 8 tokens, Q8_0 2048x2048 x 20 from memory,
+ * ns per 16 rows x block: the tiles over packed groups 38.6, over row-major
+ * rows 34.2, streamed 24.5; Q4_0 26.4, 25.4, 16.1). */
+_Static_assert(ML_AVX512_R16_T == 8, "mm512_r16_small has a case for each count");
 ML_INLINE int mm512_r16_small(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1, ml_type type,
                               ml_type st, int l1) {
     const size_t nb = (size_t)(W->cols / ML_QK), bpb = ml_avx512_wbytes(type), sb = (size_t)ml_scale_bytes(st);
@@ -296,13 +255,14 @@ ML_INLINE int mm512_r16_small(float *Y, int ldy, const ml_qtensor *W, const ml_q
         const int8_t *gq = W->q + (size_t)r * nb * bpb;
         const char *gd = (const char *)W->d + (size_t)r * nb * sb;
         switch (X->n_tok) {
-        case 2: mm512_r16_nt(y, (size_t)ldy, gq, gd, X, 2, type, st, l1); break;
-        case 3: mm512_r16_nt(y, (size_t)ldy, gq, gd, X, 3, type, st, l1); break;
-        case 4: mm512_r16_nt(y, (size_t)ldy, gq, gd, X, 4, type, st, l1); break;
-        case 5: mm512_r16_nt(y, (size_t)ldy, gq, gd, X, 5, type, st, l1); break;
-        case 6: mm512_r16_nt(y, (size_t)ldy, gq, gd, X, 6, type, st, l1); break;
-        case 7: mm512_r16_nt(y, (size_t)ldy, gq, gd, X, 7, type, st, l1); break;
-        default: mm512_r16_nt(y, (size_t)ldy, gq, gd, X, MM512_T, type, st, l1); break;
+        case 1: ml_avx512_r16_rows(y, (size_t)ldy, gq, gd, X, 1, type, st, l1); break;
+        case 2: ml_avx512_r16_rows(y, (size_t)ldy, gq, gd, X, 2, type, st, l1); break;
+        case 3: ml_avx512_r16_rows(y, (size_t)ldy, gq, gd, X, 3, type, st, l1); break;
+        case 4: ml_avx512_r16_rows(y, (size_t)ldy, gq, gd, X, 4, type, st, l1); break;
+        case 5: ml_avx512_r16_rows(y, (size_t)ldy, gq, gd, X, 5, type, st, l1); break;
+        case 6: ml_avx512_r16_rows(y, (size_t)ldy, gq, gd, X, 6, type, st, l1); break;
+        case 7: ml_avx512_r16_rows(y, (size_t)ldy, gq, gd, X, 7, type, st, l1); break;
+        default: ml_avx512_r16_rows(y, (size_t)ldy, gq, gd, X, ML_AVX512_R16_T, type, st, l1); break;
         }
     }
     return r;
@@ -346,7 +306,8 @@ ML_INLINE void mm512_tile_n(float *y, size_t ldy, __mmask16 m, int first, const 
 ML_INLINE void mm512_matmul(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1, ml_type type,
                             ml_type st) {
     const int r16 = W->layout == ML_LAYOUT_R16; /* r0 (and r1, unless the last row) multiples of 16 */
-    if (r16 && X->n_tok <= MM512_T) { /* then the rows past the full groups, row-major, as any matrix's */
+    if (X->n_tok < 1) return;
+    if (r16 && X->n_tok <= ML_AVX512_R16_T) { /* then the rows past the full groups, row-major, as any matrix's */
         r0 = ml_prefetch_l1() ? mm512_r16_small(Y, ldy, W, X, r0, r1, type, st, 1)
                               : mm512_r16_small(Y, ldy, W, X, r0, r1, type, st, 0);
         if (r0 >= r1) return;

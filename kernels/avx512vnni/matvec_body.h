@@ -19,7 +19,8 @@
  * register, a cheaper tree). A group of fewer than 16 rows repeats its last
  * row in the missing lanes and stores only its own: each row's arithmetic
  * is the same in every case, so a row's result does not depend on how the
- * caller split [r0, r1).
+ * caller split [r0, r1) (for a packed matrix, ML_LAYOUT_R16, at multiples
+ * of 16: ml_avx512_r16_rows).
  *
  * With the Zen 5 tuning (core/tune.h), Q8_0 reads each full chunk of 16
  * blocks row by row instead (ml_avx512_runs): the same dots, tree and
@@ -226,42 +227,57 @@ ML_INLINE void ml_avx512_rows(float *y, const int8_t *wq, size_t wstride, const 
  * GB/s (the row-major steps: 19-25). */
 #define ML_AVX512_R16_AHEAD 4096
 
-/* One full group of a packed matrix (core/pack.h, ML_LAYOUT_R16): gq, gd
- * its quants and scales, y its 16 rows. Each block is 8 vpdpbusd of the
- * group's vectors by the activations' bytes broadcast, lane i row i's sum
- * (ml_avx512_r16_block): no transpose, no reduction tree, the block's
- * exact sumi in every lane, then the float step of ml_avx512_rows in the
- * same block order (two integer chains; int32 sums are exact in any
- * order). */
-ML_INLINE void ml_avx512_r16_rows(float *y, const int8_t *gq, const void *gd, const int8_t *xq, const float *xd,
-                                  int nb, ml_type t, ml_type st, int l1) {
+/* Tokens ml_avx512_r16_rows takes at most (its accumulators in registers). */
+#define ML_AVX512_R16_T 8
+
+/* One full group of a packed matrix (core/pack.h, ML_LAYOUT_R16) for nt
+ * (1 .. ML_AVX512_R16_T, a constant after inlining) tokens of X: gq, gd the
+ * group's quants and scales, y token 0's 16 rows (token t's ldy further).
+ * Block after block over the whole row, each block's vectors loaded once
+ * for every token (ml_avx512_r16_block) and multiplied by the activation
+ * bytes broadcast: lane i is row i's exact sumi, with no transpose and no
+ * reduction tree; then the float step of ml_avx512_rows in the same block
+ * order. The weights are one linear stream, prefetched ahead. */
+ML_INLINE void ml_avx512_r16_rows(float *y, size_t ldy, const int8_t *gq, const void *gd, const ml_qbatch *X, int nt,
+                                  ml_type t, ml_type st, int l1) {
+    const int nb = X->n / ML_QK;
     const size_t bb = 16 * ml_avx512_wbytes(t), sb = (size_t)ml_scale_bytes(st);
     const uintptr_t pf = (uintptr_t)gq + ML_AVX512_R16_AHEAD;
     const uintptr_t pfd = (uintptr_t)gd + ML_AVX512_R16_AHEAD / bb * 16 * sb;
-    __m512 acc = _mm512_setzero_ps();
+    __m512 acc[ML_AVX512_R16_T];
+    ML_UNROLL for (int k = 0; k < ML_AVX512_R16_T; k++)
+        if (k < nt) acc[k] = _mm512_setzero_ps();
     for (int b0 = 0; b0 < nb; b0 += 16) {
         const int n = nb - b0 < 16 ? nb - b0 : 16;
-        int32_t cx[16];
-        __m512i q[8];
-        ML_UNROLL for (int k = 0; k < 8; k++) q[k] = ml_avx512_load_n(xq + (size_t)b0 * ML_QK + 64 * k, n * ML_QK - 64 * k);
-        _mm512_storeu_si512(cx, ml_avx512_xsums16(q, t));
+        int32_t cx[ML_AVX512_R16_T][16]; /* -off * sum(x) of each token's blocks */
+        for (int k = 0; k < nt; k++) {
+            const int8_t *x = X->q + (size_t)k * (size_t)X->n + (size_t)b0 * ML_QK;
+            __m512i q[8];
+            ML_UNROLL for (int c = 0; c < 8; c++) q[c] = ml_avx512_load_n(x + 64 * c, n * ML_QK - 64 * c);
+            _mm512_storeu_si512(cx[k], ml_avx512_xsums16(q, t));
+        }
         for (int b = b0; b < b0 + n; b++) {
             ML_UNROLL for (size_t l = 0; l < bb; l += 64) ml_avx512_pf(pf + (size_t)b * bb + l, l1);
             _mm_prefetch((const char *)(pfd + (size_t)b * 16 * sb), _MM_HINT_T0);
-            __m512i w[8];
+            __m512i w[8], s[ML_AVX512_R16_T];
             ml_avx512_r16_block(w, gq + (size_t)b * bb, t);
-            const int8_t *x = xq + (size_t)b * ML_QK;
-            __m512i s0 = _mm512_set1_epi32(cx[b - b0]), s1 = _mm512_setzero_si512();
-            ML_UNROLL for (int j = 0; j < 8; j += 2) {
-                s0 = _mm512_dpbusd_epi32(s0, w[j], ml_avx512_bcast4(x + 4 * j));
-                s1 = _mm512_dpbusd_epi32(s1, w[j + 1], ml_avx512_bcast4(x + 4 * j + 4));
-            }
+            ML_UNROLL for (int k = 0; k < ML_AVX512_R16_T; k++)
+                if (k < nt) s[k] = _mm512_set1_epi32(cx[k][b - b0]);
+            ML_UNROLL for (int j = 0; j < 8; j++)
+                ML_UNROLL for (int k = 0; k < ML_AVX512_R16_T; k++)
+                    if (k < nt)
+                        s[k] = _mm512_dpbusd_epi32(
+                            s[k], w[j], ml_avx512_bcast4(X->q + (size_t)k * (size_t)X->n + (size_t)b * ML_QK + 4 * j));
             const __m512 dw = ml_avx512_ld16s(gd, (size_t)b * 16, (__mmask16)0xFFFF, st);
-            acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
-                                                   _mm512_mul_ps(dw, _mm512_set1_ps(xd[b]))));
+            ML_UNROLL for (int k = 0; k < ML_AVX512_R16_T; k++) {
+                if (k >= nt) continue;
+                const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(X->d[(size_t)k * (size_t)nb + (size_t)b]));
+                acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(_mm512_cvtepi32_ps(s[k]), sc));
+            }
         }
     }
-    _mm512_storeu_ps(y, acc);
+    ML_UNROLL for (int k = 0; k < ML_AVX512_R16_T; k++)
+        if (k < nt) _mm512_storeu_ps(y + (size_t)k * ldy, acc[k]);
 }
 
 /* rows [r0, r1), l1 as in ml_avx512_rows. A packed matrix (ML_LAYOUT_R16:
@@ -275,10 +291,10 @@ ML_INLINE void ml_avx512_matvec_pf(float *y, const ml_qtensor *W, const ml_qact 
     const size_t wstride = (size_t)nb * wb;
     const char *wd = (const char *)W->d;
     int r = r0;
+    const ml_qbatch x1 = {x->q, x->d, x->n, 1};
     if (W->layout == ML_LAYOUT_R16)
         for (; r + 16 <= r1 && r + 16 <= W->rows / 16 * 16; r += 16)
-            ml_avx512_r16_rows(y + r, W->q + (size_t)r * wstride, wd + (size_t)r * (size_t)nb * sb, x->q, x->d, nb, t,
-                               st, l1);
+            ml_avx512_r16_rows(y + r, 0, W->q + (size_t)r * wstride, wd + (size_t)r * (size_t)nb * sb, &x1, 1, t, st, l1);
     for (; r + 16 <= r1; r += 16)
         ml_avx512_rows(y + r, W->q + (size_t)r * wstride, wstride, wd + (size_t)r * (size_t)nb * sb, x->q, x->d, nb,
                        16, t, st, l1);
