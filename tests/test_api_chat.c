@@ -4,11 +4,15 @@
  * with the names listed, a template whose control tokens the vocabulary
  * lacks refused, the ids those of model/chat.c with control tokens by id and
  * a message that spells one encoded as text, bad arguments refused, and
- * generation that stops at the tokens set. */
+ * generation that stops at the tokens set. And LML_LOAD_TAKE: an image
+ * handed over runs (in the build's weight layout) with the logits of the
+ * file mapped; a file is refused. */
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "api/api.h" /* ml_api_open: lml_model_open after its CPU check (api/open.c) */
+#include "core/mem.h"
 #include "model/chat.h"
 #include "model/mlb_random.h"
 #include "tests/testlib.h"
@@ -253,15 +257,42 @@ static void test_sampler(lml_model *m) {
     GROUP_DONE("lml_sampler: lml_generate's draws (greedy, seeded, penalty) token by token; bad options refused", f0);
 }
 
-/* LML_LOAD_TAKE hands over a buffer: a file cannot be. */
+/* The last logits of 8 tokens through m (into out, 512 floats). */
+static int eval8(lml_model *m, float *out) {
+    static const int toks[8] = {1, 5, 9, 13, 17, 21, 25, 29};
+    lml_error err = {{0}};
+    if (lml_eval(m, toks, 8, 0, NULL, NULL, &err) != LML_OK) return 0;
+    memcpy(out, lml_logits(m), 512 * sizeof *out);
+    return 1;
+}
+
+/* LML_LOAD_TAKE hands over a buffer: the file's bytes in memory, handed
+ * over, give the logits of the file mapped (row layout); a file is refused. */
 static void test_load_take(const char *path) {
     int f0 = tl_failed;
     lml_error err = {{0}};
-    lml_model *m = NULL;
-    lml_model_options o = {.threads = 1, .no_tokenizer = 1, .load = LML_LOAD_TAKE};
+    lml_model *m = NULL, *mapped = NULL;
+    lml_model_options o = {.no_tokenizer = 1, .load = LML_LOAD_TAKE};
     CHECK(ml_api_open(&m, path, NULL, 0, &o, &err) == LML_E_ARG && !m && strstr(err.message, "LML_LOAD_TAKE"),
           "lml_model_open with LML_LOAD_TAKE: expected LML_E_ARG naming it, got '%s'", err.message);
-    GROUP_DONE("load: LML_LOAD_TAKE refused for a file (it is for lml_model_open_memory)", f0);
+    FILE *f = fopen(path, "rb");
+    long size = f && !fseek(f, 0, SEEK_END) ? ftell(f) : -1;
+    unsigned char *img = size > 0 ? ml_aligned_alloc(64, (size_t)size) : NULL;
+    int read_ok = img && !fseek(f, 0, SEEK_SET) && fread(img, 1, (size_t)size, f) == (size_t)size;
+    if (f) fclose(f);
+    CHECK(read_ok, "read %s into memory", path);
+    lml_model_options om = {.no_tokenizer = 1, .load = LML_LOAD_MMAP};
+    static float a[512], b[512];
+    if (read_ok && ml_api_open(&mapped, path, NULL, 0, &om, &err) == LML_OK &&
+        ml_api_open(&m, NULL, img, (size_t)size, &o, &err) == LML_OK)
+        CHECK(eval8(mapped, a) && eval8(m, b) && !memcmp(a, b, sizeof a),
+              "an image handed over (LML_LOAD_TAKE): logits differ from the file mapped");
+    else
+        CHECK(0, "open mapped and handed over: %s", err.message);
+    lml_model_close(m);
+    lml_model_close(mapped);
+    ml_aligned_free(img);
+    GROUP_DONE("load: an image handed over (LML_LOAD_TAKE) has the mapped file's logits; refused for a file", f0);
 }
 
 int ml_main(int argc, char **argv) {
