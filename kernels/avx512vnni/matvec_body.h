@@ -222,10 +222,12 @@ ML_INLINE void ml_avx512_rows(float *y, const int8_t *wq, size_t wstride, const 
 }
 
 /* Bytes ahead of the reads that ml_avx512_r16_rows prefetches: its weights
- * are one linear stream. Zen 5, 1 thread, Q8_0 2048x2048 matrices streamed
- * from memory, into L1: 2, 4, 8 and 16 KiB ahead 32.6, 36.2, 36.5 and 33.5
- * GB/s (the row-major steps: 19-25). */
-#define ML_AVX512_R16_AHEAD 4096
+ * are one linear stream. Zen 5, 1 thread, into L1: a loop of its reads,
+ * Q8_0 2048x2048 x 20 from memory, 2, 4, 8 and 16 KiB ahead 32.6, 36.2,
+ * 36.5 and 33.5 GB/s (the row-major steps: 19-25); the kernel, Q4_0 at
+ * stories110M's widths (768x768 x 100, 2048x768 x 40, 2048x2048 x 20), 8
+ * KiB 6.1-8.1 ns per 16 rows x block against 7.0-9.9 at 4 KiB, 4 rounds. */
+#define ML_AVX512_R16_AHEAD 8192
 
 /* Tokens ml_avx512_r16_rows takes at most (its accumulators in registers). */
 #define ML_AVX512_R16_T 8
