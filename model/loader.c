@@ -462,21 +462,25 @@ static ml_qtensor *matrix_at(ml_model *m, int i) {
     return in_layer[i % MATRICES_PER_LAYER];
 }
 
+/* t, if it is a matrix the build's kernels want in 16-row groups, else NULL */
+static ml_qtensor *to_pack(ml_qtensor *t) {
+    return t && t->q && ml_op_weight_layout(t) == ML_LAYOUT_R16 ? t : NULL;
+}
+
 static ml_status pack_weights(ml_model *m, ml_err *err) {
     if (m->file.kind != ML_FILE_HEAP && m->file.kind != ML_FILE_TAKEN) return ML_OK;
     const int n = m->cfg.n_layers * MATRICES_PER_LAYER + 1;
     size_t need = 0;
     for (int i = 0; i < n; i++) {
-        const ml_qtensor *t = matrix_at(m, i);
-        if (t && t->q && ml_op_weight_layout(t) == ML_LAYOUT_R16 && ml_pack_r16_scratch(t) > need)
-            need = ml_pack_r16_scratch(t);
+        const ml_qtensor *t = to_pack(matrix_at(m, i));
+        if (t && ml_pack_r16_scratch(t) > need) need = ml_pack_r16_scratch(t);
     }
     if (!need) return ML_OK;
     void *scratch = malloc(need);
     if (!scratch) return ml_errf(err, ML_E_NOMEM, "out of memory: %zu bytes to lay out the weights", need);
     for (int i = 0; i < n; i++) {
-        ml_qtensor *t = matrix_at(m, i);
-        if (t && t->q && ml_op_weight_layout(t) == ML_LAYOUT_R16) ml_pack_r16(t, scratch);
+        ml_qtensor *t = to_pack(matrix_at(m, i));
+        if (t) ml_pack_r16(t, scratch);
     }
     free(scratch);
     return ML_OK;

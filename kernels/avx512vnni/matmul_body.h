@@ -20,10 +20,10 @@
  * weights this process read) holds those vectors already: its full groups
  * are loaded instead of transposed (mm512_wprep_r16), and a batch of at
  * most ML_AVX512_R16_T tokens streams them group after group with the
- * matvec's body (ml_avx512_r16_rows, matvec_body.h). On a row-major matrix, a small Q4_0 batch
- * (mm512_small_batch) goes to the matvec's steps instead
- * (ml_avx512_matmul_nt, matvec_body.h): below 5 tokens the transposes cost
- * more than the steps' reductions they save.
+ * matvec's body (ml_avx512_r16_span, matvec_body.h). On a row-major
+ * matrix, a small Q4_0 batch (mm512_small_batch) goes to the matvec's
+ * steps instead (ml_avx512_matmul_nt, matvec_body.h): below 5 tokens the
+ * transposes cost more than the steps' reductions they save.
  *
  * Loop order (mm512_matmul, at the end): a row tile (MM512_GROUPS
  * groups of 16 rows) and a chunk of MM512_KB blocks are transposed once into
@@ -239,7 +239,7 @@ ML_INLINE void mm512_tile(float *y, size_t ldy, __mmask16 m, int first, const mm
 
 /* The full groups of a packed matrix in rows [r0, r1) for a small batch (a
  * speculative draft: 1 .. ML_AVX512_R16_T tokens), streamed group after
- * group by the matvec's body (ml_avx512_r16_rows), each count with its own
+ * group by the matvec's body (ml_avx512_r16_span), each count with its own
  * constant (registers, as mm512_tile_n); returns where they end. In the
  * row tiles below, made for long prompts, a short batch left the memory
  * idle while it computed (Zen 5, 8 tokens, Q8_0 2048x2048 x 20 from memory,
@@ -248,24 +248,17 @@ ML_INLINE void mm512_tile(float *y, size_t ldy, __mmask16 m, int first, const mm
 _Static_assert(ML_AVX512_R16_T == 8, "mm512_r16_small has a case for each count");
 ML_INLINE int mm512_r16_small(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1, ml_type type,
                               ml_type st, int l1) {
-    const size_t nb = (size_t)(W->cols / ML_QK), bpb = ml_avx512_wbytes(type), sb = (size_t)ml_scale_bytes(st);
-    int r = r0;
-    for (; r + 16 <= r1 && r + 16 <= W->rows / 16 * 16; r += 16) {
-        float *y = Y + r;
-        const int8_t *gq = W->q + (size_t)r * nb * bpb;
-        const char *gd = (const char *)W->d + (size_t)r * nb * sb;
-        switch (X->n_tok) {
-        case 1: ml_avx512_r16_rows(y, (size_t)ldy, gq, gd, X, 1, type, st, l1); break;
-        case 2: ml_avx512_r16_rows(y, (size_t)ldy, gq, gd, X, 2, type, st, l1); break;
-        case 3: ml_avx512_r16_rows(y, (size_t)ldy, gq, gd, X, 3, type, st, l1); break;
-        case 4: ml_avx512_r16_rows(y, (size_t)ldy, gq, gd, X, 4, type, st, l1); break;
-        case 5: ml_avx512_r16_rows(y, (size_t)ldy, gq, gd, X, 5, type, st, l1); break;
-        case 6: ml_avx512_r16_rows(y, (size_t)ldy, gq, gd, X, 6, type, st, l1); break;
-        case 7: ml_avx512_r16_rows(y, (size_t)ldy, gq, gd, X, 7, type, st, l1); break;
-        default: ml_avx512_r16_rows(y, (size_t)ldy, gq, gd, X, ML_AVX512_R16_T, type, st, l1); break;
-        }
+    const size_t ld = (size_t)ldy;
+    switch (X->n_tok) {
+    case 1: return ml_avx512_r16_span(Y, ld, W, X, r0, r1, 1, type, st, l1);
+    case 2: return ml_avx512_r16_span(Y, ld, W, X, r0, r1, 2, type, st, l1);
+    case 3: return ml_avx512_r16_span(Y, ld, W, X, r0, r1, 3, type, st, l1);
+    case 4: return ml_avx512_r16_span(Y, ld, W, X, r0, r1, 4, type, st, l1);
+    case 5: return ml_avx512_r16_span(Y, ld, W, X, r0, r1, 5, type, st, l1);
+    case 6: return ml_avx512_r16_span(Y, ld, W, X, r0, r1, 6, type, st, l1);
+    case 7: return ml_avx512_r16_span(Y, ld, W, X, r0, r1, 7, type, st, l1);
+    default: return ml_avx512_r16_span(Y, ld, W, X, r0, r1, ML_AVX512_R16_T, type, st, l1);
     }
-    return r;
 }
 
 /* ---- the loops ---------------------------------------------------------- */

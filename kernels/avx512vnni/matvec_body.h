@@ -282,21 +282,31 @@ ML_INLINE void ml_avx512_r16_rows(float *y, size_t ldy, const int8_t *gq, const 
         if (k < nt) _mm512_storeu_ps(y + (size_t)k * ldy, acc[k]);
 }
 
-/* rows [r0, r1), l1 as in ml_avx512_rows. A packed matrix (ML_LAYOUT_R16:
- * r0 a multiple of 16, and r1 too unless it is the last row) runs its full
- * groups through ml_avx512_r16_rows; its last rows, past them, are laid out
- * row-major, as every row of the other matrices. */
+/* The full groups of a packed matrix W in rows [r0, r1) (r0 a multiple of
+ * 16, and r1 too unless it is the last row) for nt tokens of X, group after
+ * group through ml_avx512_r16_rows; Y: token 0's rows. Returns where they
+ * end: the rows past the last full group are laid out row-major, as every
+ * row of the other matrices. */
+ML_INLINE int ml_avx512_r16_span(float *Y, size_t ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1, int nt,
+                                 ml_type t, ml_type st, int l1) {
+    const size_t nb = (size_t)(W->cols / ML_QK), bpb = ml_avx512_wbytes(t), sb = (size_t)ml_scale_bytes(st);
+    int r = r0;
+    for (; r + 16 <= r1 && r + 16 <= W->rows / 16 * 16; r += 16)
+        ml_avx512_r16_rows(Y + r, ldy, W->q + (size_t)r * nb * bpb, (const char *)W->d + (size_t)r * nb * sb, X, nt, t,
+                           st, l1);
+    return r;
+}
+
+/* rows [r0, r1), l1 as in ml_avx512_rows; a packed matrix's full groups
+ * through ml_avx512_r16_span. */
 ML_INLINE void ml_avx512_matvec_pf(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1, ml_type t,
                                    ml_type st, int l1) {
     const int nb = W->cols / ML_QK;
     const size_t wb = ml_avx512_wbytes(t), sb = (size_t)ml_scale_bytes(st);
     const size_t wstride = (size_t)nb * wb;
     const char *wd = (const char *)W->d;
-    int r = r0;
     const ml_qbatch x1 = {x->q, x->d, x->n, 1};
-    if (W->layout == ML_LAYOUT_R16)
-        for (; r + 16 <= r1 && r + 16 <= W->rows / 16 * 16; r += 16)
-            ml_avx512_r16_rows(y + r, 0, W->q + (size_t)r * wstride, wd + (size_t)r * (size_t)nb * sb, &x1, 1, t, st, l1);
+    int r = W->layout == ML_LAYOUT_R16 ? ml_avx512_r16_span(y, 0, W, &x1, r0, r1, 1, t, st, l1) : r0;
     for (; r + 16 <= r1; r += 16)
         ml_avx512_rows(y + r, W->q + (size_t)r * wstride, wstride, wd + (size_t)r * (size_t)nb * sb, x->q, x->d, nb,
                        16, t, st, l1);
@@ -323,8 +333,8 @@ ML_INLINE void ml_avx512_matvec(float *y, const ml_qtensor *W, const ml_qact *x,
  * prefetches of ml_avx512_rows without the Zen 5 tuning, but each step's
  * 16 rows are loaded and made unsigned once (w, on the stack: L1) and
  * serve every token; each token then does the matvec's dots, tree and
- * float order, so each (row, token) is the matvec's, bit for bit. A step short of 4 blocks, at a
- * row's end, goes masked (ml_avx512_rows sends 1 or 2 blocks one at a time:
+ * float order, so each (row, token) is the matvec's, bit for bit. A step
+ * short of 4 blocks, at a row's end, goes masked (ml_avx512_rows sends 1 or 2 blocks one at a time:
  * the same sums). xq, xd: token 0's quants and scales; token k's are xn
  * and nb further on; y: token 0's rows, token k's ldy further on. */
 ML_INLINE void ml_avx512_rows_nt(float *y, size_t ldy, const int8_t *wq, size_t wstride, const void *wd,
