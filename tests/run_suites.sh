@@ -49,7 +49,7 @@ run_suite() {
     local name=$1 reports=$2; shift 2
     local t0=$SECONDS
     echo "== suite $name: $*"
-    ML_RESULTS="$tmp/$name.tsv" "$@" 2>&1
+    ML_RESULTS="$tmp/$name.tsv" "$@" 2>&1 | tee "$tmp/$name.log"
     local p=0 f=0 s=0
     if ! read -r p f s < <(results_total "$tmp/$name.tsv"); then
         echo "FAIL - suite $name: wrote no results file"; p=0 f=1 s=0
@@ -181,6 +181,9 @@ wait
 echo "== suites (the checking tools' builds took $t_build s; those suites ran $PAR at a time)"
 for l in "${summary[@]}"; do [ -z "$l" ] || echo "$l"; done
 echo "total       $((SECONDS - t_start)) s"
+# CI shows only the end of a long output: the failures once more, last.
+fails=$(cat "$tmp"/*.log 2>/dev/null | grep -E '(^|\] )FAIL - ' | head -n 40)
+[ -z "$fails" ] || { echo "== the failures again (at most 40 lines)"; echo "$fails"; }
 results_row "$out" total "$TP" "$TF" "$TS" $((SECONDS - t_start))
 results_line "$TP" "$TF" "$TS"
 [ "$TF" -eq 0 ]
