@@ -1049,7 +1049,7 @@ static void layout_case(tctx *t, ml_type type, int rows, int K, int mode, int pa
     const matmul_fn mm_sc = type == ML_TYPE_Q8_0 ? (f16 ? ml_k_matmul_q8_f16_scalar : ml_k_matmul_q8_scalar)
                                                  : (f16 ? ml_k_matmul_q4_f16_scalar : ml_k_matmul_q4_scalar);
     const char *name = type == ML_TYPE_Q8_0 ? (f16 ? "q8_0 f16 scales" : "q8_0") : (f16 ? "q4_0 f16 scales" : "q4_0");
-    const int nb = K / ML_QK, toks[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 17}, max_tok = 17;
+    const int nb = K / ML_QK, toks[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 24, 32, 33}, max_tok = 33;
     ml_qtensor W = ref_qtensor(type, rows, K);
     ml_qbatch X = {(int8_t *)ref_alloc((size_t)max_tok * (size_t)K), ref_floats((size_t)max_tok * (size_t)nb), K, max_tok};
     ml_qact x0 = ref_qact(K);

@@ -19,8 +19,8 @@
  * A matrix laid out in 16-row groups (core/pack.h, ML_LAYOUT_R16: the
  * weights this process read) holds those vectors already: its full groups
  * are loaded instead of transposed (mm512_wprep_r16), and a batch of at
- * most ML_AVX512_R16_T tokens streams them group after group with the
- * matvec's body (ml_avx512_r16_span, matvec_body.h). On a row-major
+ * most 16 or 32 tokens (mm512_r16_batch) streams them group after group with
+ * the matvec's body (ml_avx512_r16_span, matvec_body.h). On a row-major
  * matrix, a small Q4_0 batch (mm512_small_batch) goes to the matvec's
  * steps instead (ml_avx512_matmul_nt, matvec_body.h): below 5 tokens the
  * transposes cost more than the steps' reductions they save.
@@ -237,28 +237,16 @@ ML_INLINE void mm512_tile(float *y, size_t ldy, __mmask16 m, int first, const mm
         if (t < nt) _mm512_mask_storeu_ps(y + (size_t)t * ldy, m, acc[t]);
 }
 
-/* The full groups of a packed matrix in rows [r0, r1) for a small batch (a
- * speculative draft: 1 .. ML_AVX512_R16_T tokens), streamed group after
- * group by the matvec's body (ml_avx512_r16_span), each count with its own
- * constant (registers, as mm512_tile_n); returns where they end. In the
- * row tiles below, made for long prompts, a short batch left the memory
- * idle while it computed (Zen 5, 8 tokens, Q8_0 2048x2048 x 20 from memory,
- * ns per 16 rows x block: the tiles over packed groups 38.6, over row-major
- * rows 34.2, streamed 24.5; Q4_0 26.4, 25.4, 16.1). */
-_Static_assert(ML_AVX512_R16_T == 8, "mm512_r16_small has a case for each count");
-ML_INLINE int mm512_r16_small(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1, ml_type type,
-                              ml_type st, int l1) {
-    const size_t ld = (size_t)ldy;
-    switch (X->n_tok) {
-    case 1: return ml_avx512_r16_span(Y, ld, W, X, r0, r1, 1, type, st, l1);
-    case 2: return ml_avx512_r16_span(Y, ld, W, X, r0, r1, 2, type, st, l1);
-    case 3: return ml_avx512_r16_span(Y, ld, W, X, r0, r1, 3, type, st, l1);
-    case 4: return ml_avx512_r16_span(Y, ld, W, X, r0, r1, 4, type, st, l1);
-    case 5: return ml_avx512_r16_span(Y, ld, W, X, r0, r1, 5, type, st, l1);
-    case 6: return ml_avx512_r16_span(Y, ld, W, X, r0, r1, 6, type, st, l1);
-    case 7: return ml_avx512_r16_span(Y, ld, W, X, r0, r1, 7, type, st, l1);
-    default: return ml_avx512_r16_span(Y, ld, W, X, r0, r1, ML_AVX512_R16_T, type, st, l1);
-    }
+/* A batch that ml_avx512_r16_span does faster than the row tiles: at most
+ * 16 tokens, or 32 over rows of at least 32 blocks (its per-group cost, the
+ * tokens' block sums, is paid per row). Measured in one run (Zen 5, 1
+ * thread, matrices streamed from memory, ns per 16 rows x block, the tiles
+ * against the stream): 2048 columns, Q8_0 16 tokens 45.6 / 29.7, 32 tokens
+ * 70.0 / 55.0, 64 tokens 116 / 106, Q4_0 16 tokens 36.8 / 26.5, 32 tokens
+ * 62.4 / 50.2; 288 columns, Q8_0 16 tokens 32.4 / 29.4, 32 tokens 57.7 /
+ * 58.6-63.3; 128 tokens over 288 columns 207 / 227. */
+ML_INLINE int mm512_r16_batch(int n_tok, int cols) {
+    return n_tok <= 16 || (n_tok <= 32 && cols >= 32 * ML_QK);
 }
 
 /* ---- the loops ---------------------------------------------------------- */
@@ -300,9 +288,9 @@ ML_INLINE void mm512_matmul(float *Y, int ldy, const ml_qtensor *W, const ml_qba
                             ml_type st) {
     const int r16 = W->layout == ML_LAYOUT_R16; /* r0 (and r1, unless the last row) multiples of 16 */
     if (X->n_tok < 1) return;
-    if (r16 && X->n_tok <= ML_AVX512_R16_T) { /* then the rows past the full groups, row-major, as any matrix's */
-        r0 = ml_prefetch_l1() ? mm512_r16_small(Y, ldy, W, X, r0, r1, type, st, 1)
-                              : mm512_r16_small(Y, ldy, W, X, r0, r1, type, st, 0);
+    if (r16 && mm512_r16_batch(X->n_tok, W->cols)) { /* then the rows past the full groups, row-major, as any matrix's */
+        r0 = ml_prefetch_l1() ? ml_avx512_r16_span(Y, (size_t)ldy, W, X, r0, r1, type, st, 1)
+                              : ml_avx512_r16_span(Y, (size_t)ldy, W, X, r0, r1, type, st, 0);
         if (r0 >= r1) return;
     }
     if (mm512_small_batch(X->n_tok, type)) {
