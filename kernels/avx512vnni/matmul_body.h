@@ -238,8 +238,9 @@ ML_INLINE void mm512_tile(float *y, size_t ldy, __mmask16 m, int first, const mm
 }
 
 /* A batch that ml_avx512_r16_span does faster than the row tiles: at most
- * 16 tokens, or 32 over rows of at least 32 blocks (its per-group cost, the
- * tokens' block sums, is paid per row). Measured in one run (Zen 5, 1
+ * 16 tokens, or 32 over rows of at least 32 blocks (over short rows its
+ * cost per group and pass weighs more: the accumulators, the block sums
+ * made 16 blocks at a time). Measured in one run (Zen 5, 1
  * thread, matrices streamed from memory, ns per 16 rows x block, the tiles
  * against the stream): 2048 columns, Q8_0 16 tokens 45.6 / 29.7, 32 tokens
  * 70.0 / 55.0, 64 tokens 116 / 106, Q4_0 16 tokens 36.8 / 26.5, 32 tokens
