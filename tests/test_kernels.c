@@ -473,10 +473,12 @@ static void test_matmul(tctx *t, ml_type type, matmul_fn isa, matmul_fn sc, matv
     int before = tl_failed;
     const int ks[] = {32, 64, 96, 288, 768};
     /* around the row tiles and groups (4, 16, 64 rows), the token tiles
-     * a kernel may use (1 to 8 tokens at a time) and the steps of 4 blocks
-     * (K of 1, 2 and 3 blocks: a short step alone) */
+     * a kernel may use (1 to 8 tokens at a time, and what is left of a
+     * batch after them: 10, 11, 14 and 15 are 4-token tiles and 2 or 3
+     * tokens), the batch sizes where a kernel changes body (8, 12, 16)
+     * and the steps of 4 blocks (K of 1, 2 and 3 blocks: a short step alone) */
     const int rows_list[] = {1, 3, 4, 5, 16, 17, 33, 64, 71};
-    const int toks[] = {1, 2, 3, 4, 5, 7, 8, 9, 17};
+    const int toks[] = {1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 14, 15, 17};
     for (int ki = 0; ki < (int)(sizeof ks / sizeof ks[0]); ki++)
         for (int ri = 0; ri < (int)(sizeof rows_list / sizeof rows_list[0]); ri++)
             for (int ti = 0; ti < (int)(sizeof toks / sizeof toks[0]); ti++) {
@@ -493,6 +495,9 @@ static void test_matmul(tctx *t, ml_type type, matmul_fn isa, matmul_fn sc, matv
     matmul_case(t, type, 17, 33 * ML_QK, 9, MV_SCALED, isa, sc, mv_sc, name);
     matmul_case(t, type, 17, 33 * ML_QK, 9, MV_EXTREME, isa, sc, mv_sc, name);
     matmul_case(t, type, 9, 33 * ML_QK, 67, MV_SCALED, isa, sc, mv_sc, name);
+    /* two row tiles of 8-row groups (the 128-bit and avx2 pair matmul: 64
+     * rows a tile) and a group after them */
+    matmul_case(t, type, 136, 5 * ML_QK, 15, MV_SCALED, isa, sc, mv_sc, name);
     char what[160];
     snprintf(what, sizeof what, "%s: batch = its tokens one by one, bit-exact vs scalar, row ranges, ldy gap", name);
     GROUP_DONE(what, before);
