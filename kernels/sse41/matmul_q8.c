@@ -4,8 +4,8 @@
  * (sse41_dot.h, kernels/x86/matmul_body.h). Per (row, token, block) the
  * pairs take 4 pmaddwd and 4 paddd where the 4-row body's pmaddubsw dot
  * also signs, widens and reduces (Zen 5, 2048x2048 from memory: 1.3x
- * slower at 32-128 tokens, 1.35x at 8). Q4_0's pmaddubsw needs no sign
- * fix, and there the two are within 5% (sse41's matmul_q4.c). */
+ * slower at 32-128 tokens, 1.35x at 8). Q4_0 takes the same tiles with
+ * pmaddubsw on nibbles (matmul_q4.c): unsigned already, no sign fix. */
 #include "kernels/sse41/sse41_dot.h"
 
 #include "kernels/x86/matmul_t16.h"

@@ -4,7 +4,18 @@
  * Y[t*ldy + r] = W[r,:] . X[t] for the batch's tokens and rows [r0, r1).
  * The sse2 build, and sse41's Q8_0, run it on two 128-bit vectors of 4
  * rows (SSE2 instructions only), the avx2 build's Q8_0 on one 256-bit
- * vector (MT16_YMM). No (row, token) dot is ever summed horizontally.
+ * vector (MT16_YMM), sse41's Q4_0 with the weights as nibble columns
+ * (MT16_NIB, below). No (row, token) dot is ever summed horizontally.
+ *
+ * MT16_NIB: a row's packed block is 4 dwords; dword k holds elements
+ * 4k .. 4k + 3 in its low nibbles (column k) and 16 + 4k .. in its high
+ * ones (column 4 + k). Transposed 4 rows at a time and split, column c
+ * of 4 rows is one vector of nibbles (unsigned: no sign fix) that meets
+ * the token's bytes 4c .. 4c + 3 in every lane: 8 pmaddubsw per 4 rows
+ * and block, summed in int16 (8 * 2 * 15 * 127 < 2^15), widened by one
+ * pmaddwd, plus -8 * sum(x) (mt16_xwiden). 4.25 instructions per (row,
+ * token, block) against the pairs' 8: sse41 Q4_0 at 12-128 tokens
+ * 1.27-1.37x faster than its 4-row body (Zen 5, 2048x2048 from memory).
  *
  * A block of 8 rows is widened and transposed once per call into 16 pairs
  * of vectors: pair j, vector h, int32 lane i = row 4h + i's elements 2j
@@ -33,9 +44,16 @@
 #define MT16_YMM 0 /* 8 rows in one 256-bit vector (avx2) */
 #endif
 
+#ifndef MT16_NIB
+#define MT16_NIB 0 /* Q4_0 as nibble columns and pmaddubsw (sse41) */
+#endif
+
 #include <emmintrin.h>
 #if MT16_YMM
 #include <immintrin.h>
+#endif
+#if MT16_NIB
+#include <tmmintrin.h>
 #endif
 #include <stddef.h>
 #include <stdint.h>
@@ -94,6 +112,19 @@ ML_INLINE void mt16_wprep(mt16_wtile *wt, const ml_qtensor *W, int r, int b0, in
     const void *d = ml_x86_sptr(W->d, (size_t)r * nbt + (size_t)b0, st);
     for (int b = 0; b < nb; b++)
         ML_UNROLL for (int h = 0; h < 2; h++) {
+#if MT16_NIB
+            /* dword k of the 4 rows' packed blocks: elements 4k .. 4k + 3
+             * (low nibbles, column k) and 16 + 4k .. (high, column 4 + k) */
+            __m128 r[4];
+            ML_UNROLL for (int i = 0; i < 4; i++)
+                r[i] = _mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(q + (size_t)(4 * h + i) * wstride + (size_t)b * bpb)));
+            _MM_TRANSPOSE4_PS(r[0], r[1], r[2], r[3]);
+            const __m128i m = _mm_set1_epi8(0x0F);
+            ML_UNROLL for (int k = 0; k < 4; k++) {
+                wt->w[b][k][h] = _mm_and_si128(_mm_castps_si128(r[k]), m);
+                wt->w[b][4 + k][h] = _mm_and_si128(_mm_srli_epi16(_mm_castps_si128(r[k]), 4), m);
+            }
+#else
             __m128i e[4][4]; /* row 4h + i: e[i] */
             ML_UNROLL for (int i = 0; i < 4; i++) mt16_row(e[i], q + (size_t)(4 * h + i) * wstride + (size_t)b * bpb, type);
             ML_UNROLL for (int k = 0; k < 4; k++) { /* pairs 4k .. 4k + 3: one 4x4 dword transpose */
@@ -105,6 +136,7 @@ ML_INLINE void mt16_wprep(mt16_wtile *wt, const ml_qtensor *W, int r, int b0, in
                 wt->w[b][4 * k + 2][h] = _mm_castps_si128(r2);
                 wt->w[b][4 * k + 3][h] = _mm_castps_si128(r3);
             }
+#endif
             wt->d[b][h] = _mm_setr_ps(ml_scale_at(d, (size_t)(4 * h) * nbt + (size_t)b, st),
                                       ml_scale_at(d, (size_t)(4 * h + 1) * nbt + (size_t)b, st),
                                       ml_scale_at(d, (size_t)(4 * h + 2) * nbt + (size_t)b, st),
@@ -140,6 +172,24 @@ typedef __m128i mt16_vi;
 typedef __m128 mt16_vf;
 ML_INLINE mt16_vi mt16_ldw(const __m128i *p) { return _mm_load_si128(p); }
 #define mt16_zi _mm_setzero_si128
+#if MT16_NIB
+/* a token's block: vector c = its bytes 4c .. 4c + 3 in every lane (the
+ * activations of nibble column c), vector 8 = -8 * sum(x) in every lane */
+typedef __m128i mt16_xblock[9];
+ML_INLINE void mt16_xwiden(__m128i *xv, const int8_t *p) {
+    ML_UNROLL for (int c = 0; c < 8; c++) {
+        int32_t v;
+        memcpy(&v, p + 4 * c, sizeof v);
+        xv[c] = _mm_set1_epi32(v);
+    }
+    const __m128i ones8 = _mm_set1_epi8(1);
+    const __m128i pairs = _mm_add_epi16(_mm_maddubs_epi16(ones8, _mm_loadu_si128((const __m128i *)p)),
+                                        _mm_maddubs_epi16(ones8, _mm_loadu_si128((const __m128i *)(p + 16))));
+    __m128i s = _mm_madd_epi16(pairs, _mm_set1_epi16(-ML_Q4_OFFSET));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    xv[8] = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+}
+#else
 /* a token's block: vector j = its elements 2j, 2j + 1 (int16) in every lane */
 typedef __m128i mt16_xblock[16];
 ML_INLINE mt16_vi mt16_ldx(const __m128i *p, int j) { return p[j]; }
@@ -154,6 +204,7 @@ ML_INLINE void mt16_xwiden(__m128i *xv, const int8_t *p) {
         xv[4 * k + 3] = _mm_shuffle_epi32(e[k], 0xFF);
     }
 }
+#endif
 #endif
 #define mt16_zf MT16_OP(setzero_ps)
 #define mt16_ldf MT16_OP(loadu_ps)
@@ -186,6 +237,18 @@ ML_INLINE void mt16_tile(float *y, size_t ldy, int first, const mt16_wtile *wt, 
         mt16_vi s[MT16_T][MT16_H];
         ML_UNROLL for (int t = 0; t < MT16_T; t++)
             ML_UNROLL for (int h = 0; h < MT16_H; h++) s[t][h] = mt16_zi();
+#if MT16_NIB
+        /* a column's 4 nibbles times its 4 bytes, pairs in int16; the 8
+         * columns' sums fit (8 * 2 * 15 * 127 < 2^15), widened once */
+        ML_UNROLL for (int t = 0; t < MT16_T; t++) {
+            if (t >= nt) continue;
+            ML_UNROLL for (int h = 0; h < MT16_H; h++) {
+                __m128i p = _mm_maddubs_epi16(wt->w[b][0][h], xb[t][b][0]);
+                ML_UNROLL for (int c = 1; c < 8; c++) p = _mm_add_epi16(p, _mm_maddubs_epi16(wt->w[b][c][h], xb[t][b][c]));
+                s[t][h] = _mm_add_epi32(_mm_madd_epi16(p, _mm_set1_epi16(1)), xb[t][b][8]);
+            }
+        }
+#else
         ML_UNROLL_N(8) for (int j = 0; j < 16; j++) {
             mt16_vi w[MT16_H];
             ML_UNROLL for (int h = 0; h < MT16_H; h++) w[h] = mt16_ldw(&wt->w[b][j][MT16_L / 4 * h]);
@@ -195,6 +258,7 @@ ML_INLINE void mt16_tile(float *y, size_t ldy, int first, const mt16_wtile *wt, 
                 ML_UNROLL for (int h = 0; h < MT16_H; h++) s[t][h] = mt16_dot(s[t][h], w[h], x);
             }
         }
+#endif
         ML_UNROLL for (int t = 0; t < MT16_T; t++) {
             if (t >= nt) continue;
             ML_UNROLL for (int h = 0; h < MT16_H; h++)
