@@ -251,68 +251,69 @@ def main():
         checks.skip(f"Hugging Face tokenizers is not installed ({e}): its checks skipped")
     ranks = read_ranks(vocab)
     text = bpe_corpus.corpus()
-    tmp = tempfile.mkdtemp(prefix="ml_bpe_")
-    corpus_path = os.path.join(tmp, "corpus.txt")
-    with open(corpus_path, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-    model = os.path.join(tmp, "v50257.mlb")
-    subprocess.run([os.environ.get("PYTHON", sys.executable), os.path.join(ROOT, "tools", "gen_random.py"), model,
-                    "--dim", "32", "--n-layers", "1", "--n-heads", "2", "--n-kv-heads", "1", "--hidden-dim", "32",
-                    "--vocab", str(len(ranks) + 1), "--max-seq", "16"], check=True, stdout=subprocess.DEVNULL)
-    print(f"corpus: {len(text.encode())} bytes (tests/bpe_corpus.py, seed 20); vocabulary {vocab}")
-    merges = cached_merges(ranks) if tokenizers else None
-    speed = []
-    tf = tokfile.bpe_from_tiktoken(vocab, "gpt-2", {EOT: len(ranks)})
-    for pre in tokfile.PRE:
-        # smollm has no single pattern for tiktoken: its reference is tokenizers' only
-        enc = tiktoken.Encoding(f"gpt2-{pre}", pat_str=tokfile.PATTERNS.get(pre, tokfile.PATTERNS["gpt-2"]),
-                                mergeable_ranks=ranks, special_tokens={EOT: len(ranks)})
-        tf.pre = pre
-        path = os.path.join(tmp, f"{pre}.tiktoken.bpe")
-        with open(path, "wb") as f:
-            f.write(tf.to_bytes())
-        if pre in tokfile.PATTERNS:
-            t0 = time.perf_counter()
-            want = enc.encode_ordinary(text)
-            tk_ms = 1e3 * (time.perf_counter() - t0)
-            got, timing = ours(path, model, corpus_path)
-            compare(f"{pre}: tiktoken, plain text", got, want, enc.decode)
-            got_s, _ = ours(path, model, corpus_path, "--special")
-            compare(f"{pre}: tiktoken, --special ({EOT} a token)", got_s, enc.encode(text, allowed_special="all"),
-                    enc.decode)
-            back = b"".join(tf.tokens[i] for i in got)
-            checks.report(back == text.encode(), f"{pre}: the ids decode to the corpus, byte for byte")
-            ours_ms = [float(timing.split(" in ")[1].split()[0])]
-            tk_all = [tk_ms]
-            for _ in range(SPEED_REPS - 1):  # alternating, medians
-                ours_ms.append(float(ours(path, model, corpus_path)[1].split(" in ")[1].split()[0]))
+    # everything the checks write goes in here and is removed after, whatever fails
+    with tempfile.TemporaryDirectory(prefix="ml_bpe_") as tmp:
+        corpus_path = os.path.join(tmp, "corpus.txt")
+        with open(corpus_path, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        model = os.path.join(tmp, "v50257.mlb")
+        subprocess.run([os.environ.get("PYTHON", sys.executable), os.path.join(ROOT, "tools", "gen_random.py"), model,
+                        "--dim", "32", "--n-layers", "1", "--n-heads", "2", "--n-kv-heads", "1", "--hidden-dim", "32",
+                        "--vocab", str(len(ranks) + 1), "--max-seq", "16"], check=True, stdout=subprocess.DEVNULL)
+        print(f"corpus: {len(text.encode())} bytes (tests/bpe_corpus.py, seed 20); vocabulary {vocab}")
+        merges = cached_merges(ranks) if tokenizers else None
+        speed = []
+        tf = tokfile.bpe_from_tiktoken(vocab, "gpt-2", {EOT: len(ranks)})
+        for pre in tokfile.PRE:
+            # smollm has no single pattern for tiktoken: its reference is tokenizers' only
+            enc = tiktoken.Encoding(f"gpt2-{pre}", pat_str=tokfile.PATTERNS.get(pre, tokfile.PATTERNS["gpt-2"]),
+                                    mergeable_ranks=ranks, special_tokens={EOT: len(ranks)})
+            tf.pre = pre
+            path = os.path.join(tmp, f"{pre}.tiktoken.bpe")
+            with open(path, "wb") as f:
+                f.write(tf.to_bytes())
+            if pre in tokfile.PATTERNS:
                 t0 = time.perf_counter()
-                enc.encode_ordinary(text)
-                tk_all.append(1e3 * (time.perf_counter() - t0))
-            speed.append((pre, statistics.median(ours_ms), statistics.median(tk_all)))
-        if pre == "qwen2":
-            run_check(path, model)
-        if not tokenizers:
-            continue
-        folder = os.path.join(tmp, f"hf-{pre}")
-        os.makedirs(folder)
-        with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
-            json.dump(hf_tokenizer_json(ranks, merges, pre), f)
-        hf = tokenizers.Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
-        tf_hf = tokfile.bpe_from_hf(folder)
-        checks.report(tf_hf.pre == pre and len(tf_hf.merges) == len(merges),
-                      f"{pre}: bpe_from_hf reads the tokenizer.json (pre {tf_hf.pre}, {len(tf_hf.merges)} merges)")
-        path_hf = os.path.join(tmp, f"{pre}.hf.bpe")
-        with open(path_hf, "wb") as f:
-            f.write(tf_hf.to_bytes())
-        got_hf, _ = ours(path_hf, model, corpus_path, "--special")
-        compare(f"{pre}: Hugging Face tokenizers {tokenizers.__version__}", got_hf,
-                hf.encode(text, add_special_tokens=False).ids, enc.decode)
-        if pre == "llama-bpe":  # once: the reading does not depend on pre (flags do)
-            gguf_check(tf_hf, pre, tmp)
-    for pre, ms, tk in speed:
-        print(f"speed {pre}: ours {ms:.1f} ms, tiktoken {tiktoken.__version__} {tk:.1f} ms: "
-              f"{tk / ms:.2f}x tiktoken's speed (one thread, {len(text.encode())} bytes, medians of {SPEED_REPS})")
+                want = enc.encode_ordinary(text)
+                tk_ms = 1e3 * (time.perf_counter() - t0)
+                got, timing = ours(path, model, corpus_path)
+                compare(f"{pre}: tiktoken, plain text", got, want, enc.decode)
+                got_s, _ = ours(path, model, corpus_path, "--special")
+                compare(f"{pre}: tiktoken, --special ({EOT} a token)", got_s, enc.encode(text, allowed_special="all"),
+                        enc.decode)
+                back = b"".join(tf.tokens[i] for i in got)
+                checks.report(back == text.encode(), f"{pre}: the ids decode to the corpus, byte for byte")
+                ours_ms = [float(timing.split(" in ")[1].split()[0])]
+                tk_all = [tk_ms]
+                for _ in range(SPEED_REPS - 1):  # alternating, medians
+                    ours_ms.append(float(ours(path, model, corpus_path)[1].split(" in ")[1].split()[0]))
+                    t0 = time.perf_counter()
+                    enc.encode_ordinary(text)
+                    tk_all.append(1e3 * (time.perf_counter() - t0))
+                speed.append((pre, statistics.median(ours_ms), statistics.median(tk_all)))
+            if pre == "qwen2":
+                run_check(path, model)
+            if not tokenizers:
+                continue
+            folder = os.path.join(tmp, f"hf-{pre}")
+            os.makedirs(folder)
+            with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+                json.dump(hf_tokenizer_json(ranks, merges, pre), f)
+            hf = tokenizers.Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+            tf_hf = tokfile.bpe_from_hf(folder)
+            checks.report(tf_hf.pre == pre and len(tf_hf.merges) == len(merges),
+                          f"{pre}: bpe_from_hf reads the tokenizer.json (pre {tf_hf.pre}, {len(tf_hf.merges)} merges)")
+            path_hf = os.path.join(tmp, f"{pre}.hf.bpe")
+            with open(path_hf, "wb") as f:
+                f.write(tf_hf.to_bytes())
+            got_hf, _ = ours(path_hf, model, corpus_path, "--special")
+            compare(f"{pre}: Hugging Face tokenizers {tokenizers.__version__}", got_hf,
+                    hf.encode(text, add_special_tokens=False).ids, enc.decode)
+            if pre == "llama-bpe":  # once: the reading does not depend on pre (flags do)
+                gguf_check(tf_hf, pre, tmp)
+        for pre, ms, tk in speed:
+            print(f"speed {pre}: ours {ms:.1f} ms, tiktoken {tiktoken.__version__} {tk:.1f} ms: "
+                  f"{tk / ms:.2f}x tiktoken's speed (one thread, {len(text.encode())} bytes, medians of {SPEED_REPS})")
 
 
 if __name__ == "__main__":
