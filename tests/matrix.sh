@@ -48,8 +48,20 @@ unset ML_RESULTS
 mkdir -p "$(dirname "$out")"
 : >"$out"
 tmp=$(mktemp -d)
-# the wine rows' wineserver lingers a few seconds: stop it so its prefix goes too
-trap '[ -d "$tmp/wine" ] && WINEPREFIX="$tmp/wine" wineserver -k 2>/dev/null; rm -rf "$tmp"' EXIT
+# The wine rows' wineserver lingers a few seconds: stop it so its prefix goes
+# too, and remove the socket folder it leaves in /tmp (wine-XXXXXX/server-
+# <device>-<inode of the prefix>, in hex), which outlives it.
+wine_cleanup() {
+    [ -d "$tmp/wine" ] || return 0
+    local sock
+    sock="server-$(stat -c %D "$tmp/wine")-$(printf %x "$(stat -c %i "$tmp/wine")")"
+    WINEPREFIX="$tmp/wine" wineserver -k 2>/dev/null
+    for d in /tmp/wine-*/"$sock" "/tmp/.wine-$(id -u)/$sock"; do
+        [ -d "$d" ] && rm -rf "$d" && rmdir "${d%/*}" 2>/dev/null
+    done
+    return 0
+}
+trap 'wine_cleanup; rm -rf "$tmp"' EXIT
 have() { command -v "$1" >/dev/null 2>&1; }
 t_start=$SECONDS
 # One wine prefix for every wine row (its creation takes ~10 s).
