@@ -28,11 +28,11 @@
  * shuffle.
  *
  * Loop order: a row tile (MT16_G groups of 8 rows) and a chunk of MT16_KB
- * blocks are transposed once into wt (stack, 17 KiB: in the L1 of every
- * CPU these builds target), and the next chunk's rows are prefetched;
- * MT16_T tokens at a time are widened (xb) and pass over every group. A
- * batch under MT16_MIN tokens and the rows past the last full group run
- * the 4-row body.
+ * blocks are transposed once into wt (stack, 17 KiB, 9 as nibble columns:
+ * in the L1 of every CPU these builds target), and the next chunk's rows
+ * are prefetched; MT16_T tokens at a time are widened (xb) and pass over
+ * every group. A batch under MT16_MIN tokens and the rows past the last
+ * full group run the 4-row body.
  *
  * Float order (kernels/canon.h rule 5): each lane, for its (row, token),
  * adds (float)sumi * (dw * dx) block after block, separate mul and add,
@@ -75,9 +75,12 @@
 #define MT16_MIN 8 /* smaller batches: the 4-row body */
 #endif
 
+/* Vectors per block and 4 rows: 16 pairs, or 8 nibble columns. */
+#define MT16_WV (MT16_NIB ? 8 : 16)
+
 /* One 8-row group's chunk of weights, widened and transposed. */
 typedef struct {
-    __m128i w[MT16_KB][16][2]; /* (block, pair j, rows 4h..4h+3) */
+    __m128i w[MT16_KB][MT16_WV][2]; /* (block, pair or column j, rows 4h..4h+3) */
     __m128 d[MT16_KB][2];      /* the rows' block scales, rows 4h..4h+3 */
 } mt16_wtile;
 
@@ -174,7 +177,8 @@ ML_INLINE mt16_vi mt16_ldw(const __m128i *p) { return _mm_load_si128(p); }
 #define mt16_zi _mm_setzero_si128
 #if MT16_NIB
 /* a token's block: vector c = its bytes 4c .. 4c + 3 in every lane (the
- * activations of nibble column c), vector 8 = -8 * sum(x) in every lane */
+ * activations of nibble column c), vector 8 = -8 * sum(x) in every lane
+ * (the 4-row body's lanes of it, sse41_dot.h, summed) */
 typedef __m128i mt16_xblock[9];
 ML_INLINE void mt16_xwiden(__m128i *xv, const int8_t *p) {
     ML_UNROLL for (int c = 0; c < 8; c++) {
@@ -182,11 +186,9 @@ ML_INLINE void mt16_xwiden(__m128i *xv, const int8_t *p) {
         memcpy(&v, p + 4 * c, sizeof v);
         xv[c] = _mm_set1_epi32(v);
     }
-    const __m128i ones8 = _mm_set1_epi8(1);
-    const __m128i pairs = _mm_add_epi16(_mm_maddubs_epi16(ones8, _mm_loadu_si128((const __m128i *)p)),
-                                        _mm_maddubs_epi16(ones8, _mm_loadu_si128((const __m128i *)(p + 16))));
-    __m128i s = _mm_madd_epi16(pairs, _mm_set1_epi16(-ML_Q4_OFFSET));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    ml_x86_x xs;
+    ml_x86_xprep(&xs, p, ML_TYPE_Q4_0);
+    __m128i s = _mm_add_epi32(xs.corr, _mm_shuffle_epi32(xs.corr, _MM_SHUFFLE(1, 0, 3, 2)));
     xv[8] = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
 }
 #else
