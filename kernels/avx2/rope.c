@@ -3,11 +3,12 @@
  * bit-identical to the scalar twin (no FMA; see kernels/sse2/rope.c). The
  * cos/sin vectors depend only on the pair index: chunks outside, heads inside.
  * A head_dim/2 that is not a multiple of 4 finishes pair by pair with the
- * scalar formula. */
+ * scalar twin's formula (ml_canon_rope_pair). */
 #include <immintrin.h>
 #include <stddef.h>
 
 #include "config/ml_kernels.h"
+#include "kernels/canon.h"
 
 static inline __m256 rot(__m256 v, __m256 cc, __m256 ss) {
     return _mm256_add_ps(_mm256_mul_ps(v, cc), _mm256_mul_ps(_mm256_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)), ss));
@@ -28,15 +29,8 @@ static void rope_heads(float *v, const float *cos_t, const float *sin_t, int hea
             _mm256_storeu_ps(p, rot(_mm256_loadu_ps(p), cc, ss));
         }
     }
-    for (; i < half; i++) {
-        const float c = cos_t[i], s = sin_t[i];
-        for (int h = 0; h < heads; h++) {
-            float *p = v + (size_t)h * hd + 2 * (size_t)i;
-            const float v0 = p[0], v1 = p[1];
-            p[0] = v0 * c - v1 * s;
-            p[1] = v0 * s + v1 * c;
-        }
-    }
+    for (; i < half; i++) /* the pairs past the last chunk */
+        for (int h = 0; h < heads; h++) ml_canon_rope_pair(v + (size_t)h * hd + 2 * (size_t)i, cos_t[i], sin_t[i]);
 }
 
 void ml_k_rope_avx2(float *q, float *k, const float *cos_t, const float *sin_t, int head_dim, int n_heads,

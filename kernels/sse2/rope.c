@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "config/ml_kernels.h"
+#include "kernels/canon.h"
 
 static inline __m128 rot(__m128 v, __m128 cc, __m128 ss) {
     return _mm_add_ps(_mm_mul_ps(v, cc), _mm_mul_ps(_mm_shuffle_ps(v, v, _MM_SHUFFLE(2, 3, 0, 1)), ss));
@@ -29,15 +30,8 @@ static void rope_heads(float *v, const float *cos_t, const float *sin_t, int hea
             _mm_storeu_ps(p + 4, rot(_mm_loadu_ps(p + 4), c1, s1));
         }
     }
-    for (; i < half; i++) {
-        const float c = cos_t[i], s = sin_t[i];
-        for (int h = 0; h < heads; h++) {
-            float *p = v + (size_t)h * hd + 2 * (size_t)i;
-            const float v0 = p[0], v1 = p[1];
-            p[0] = v0 * c - v1 * s;
-            p[1] = v0 * s + v1 * c;
-        }
-    }
+    for (; i < half; i++) /* the pairs past the last chunk */
+        for (int h = 0; h < heads; h++) ml_canon_rope_pair(v + (size_t)h * hd + 2 * (size_t)i, cos_t[i], sin_t[i]);
 }
 
 void ml_k_rope_sse2(float *q, float *k, const float *cos_t, const float *sin_t, int head_dim, int n_heads,
