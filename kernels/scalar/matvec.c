@@ -16,8 +16,8 @@
  * fp32 (ml_f16_to_f32), and the formula is unchanged.
  *
  * Rows go 4 at a time so each activation block is read once for 4 rows; the
- * tail does the same arithmetic one row at a time, so a row's result never
- * depends on how the caller split [r0, r1). */
+ * last ones do the same arithmetic per row, so a row's result never depends
+ * on how the caller split [r0, r1). */
 #include <stddef.h>
 
 #include "config/ml_kernels.h"
@@ -31,46 +31,6 @@ static int32_t dot_block_q8(const int8_t *a, const int8_t *b) {
     return s;
 }
 
-/* The body of both scale types: st (ML_TYPE_F32 or ML_TYPE_F16) only decides
- * how W's block scale is read (ml_scale_at: exactly converted), so an fp16
- * matrix gives the bits of the fp32 matrix holding the converted scales. */
-ML_INLINE void matvec_q8(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1, ml_type st) {
-    const int nb = W->cols / ML_QK;
-    const size_t cols = (size_t)W->cols;
-    const void *wd = W->d;
-    int r = r0;
-    for (; r + 4 <= r1; r += 4) {
-        float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        for (int b = 0; b < nb; b++) {
-            const int8_t *xq = x->q + (size_t)b * ML_QK;
-            const float dx = x->d[b];
-            for (int i = 0; i < 4; i++) {
-                const size_t row = (size_t)(r + i);
-                int32_t sumi = dot_block_q8(W->q + row * cols + (size_t)b * ML_QK, xq);
-                sum[i] += (float)sumi * (ml_scale_at(wd, row * (size_t)nb + (size_t)b, st) * dx);
-            }
-        }
-        for (int i = 0; i < 4; i++) y[r + i] = sum[i];
-    }
-    for (; r < r1; r++) {
-        float sum = 0.0f;
-        for (int b = 0; b < nb; b++) {
-            int32_t sumi = dot_block_q8(W->q + (size_t)r * cols + (size_t)b * ML_QK,
-                                        x->q + (size_t)b * ML_QK);
-            sum += (float)sumi * (ml_scale_at(wd, (size_t)r * (size_t)nb + (size_t)b, st) * x->d[b]);
-        }
-        y[r] = sum;
-    }
-}
-
-void ml_k_matvec_q8_scalar(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
-    matvec_q8(y, W, x, r0, r1, ML_TYPE_F32);
-}
-
-void ml_k_matvec_q8_f16_scalar(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
-    matvec_q8(y, W, x, r0, r1, ML_TYPE_F16);
-}
-
 /* ---- Q4_0 weights ------------------------------------------------------- */
 
 /* Unpack the block's nibbles to int8 (q4_unpack.h), then the Q8 dot. */
@@ -80,39 +40,52 @@ static int32_t dot_block_q4(const uint8_t *p, const int8_t *xq) {
     return dot_block_q8(w, xq);
 }
 
-ML_INLINE void matvec_q4(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1, ml_type st) {
+/* ---- the body of every type ---------------------------------------------- */
+
+/* Block blk (row * blocks per row + block) of W against the activation
+ * block xq: the exact int32 sumi. */
+ML_INLINE int32_t dot_block(const ml_qtensor *W, size_t blk, const int8_t *xq, ml_type t) {
+    if (t == ML_TYPE_Q4_0) return dot_block_q4((const uint8_t *)W->q + blk * ML_Q4_BLOCK_BYTES, xq);
+    return dot_block_q8(W->q + blk * ML_QK, xq);
+}
+
+/* nr (<= 4) rows from r, each activation block read once for all of them. */
+ML_INLINE void matvec_rows(float *y, const ml_qtensor *W, const ml_qact *x, int r, int nr, ml_type t, ml_type st) {
     const int nb = W->cols / ML_QK;
-    const uint8_t *wq = (const uint8_t *)W->q;
-    const void *wd = W->d;
+    float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int b = 0; b < nb; b++) {
+        const int8_t *xq = x->q + (size_t)b * ML_QK;
+        const float dx = x->d[b];
+        for (int i = 0; i < nr; i++) {
+            const size_t blk = (size_t)(r + i) * (size_t)nb + (size_t)b;
+            sum[i] += (float)dot_block(W, blk, xq, t) * (ml_scale_at(W->d, blk, st) * dx);
+        }
+    }
+    for (int i = 0; i < nr; i++) y[r + i] = sum[i];
+}
+
+/* t (ML_TYPE_Q8_0 or ML_TYPE_Q4_0) picks the block dot and st (ML_TYPE_F32
+ * or ML_TYPE_F16) how W's block scale is read (ml_scale_at: exactly
+ * converted), so an fp16 matrix gives the bits of the fp32 matrix holding
+ * the converted scales. Rows 4 at a time (a constant count), then the rest. */
+ML_INLINE void matvec(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1, ml_type t, ml_type st) {
     int r = r0;
-    for (; r + 4 <= r1; r += 4) {
-        float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        for (int b = 0; b < nb; b++) {
-            const int8_t *xq = x->q + (size_t)b * ML_QK;
-            const float dx = x->d[b];
-            for (int i = 0; i < 4; i++) {
-                const size_t blk = (size_t)(r + i) * (size_t)nb + (size_t)b;
-                int32_t sumi = dot_block_q4(wq + blk * ML_Q4_BLOCK_BYTES, xq);
-                sum[i] += (float)sumi * (ml_scale_at(wd, blk, st) * dx);
-            }
-        }
-        for (int i = 0; i < 4; i++) y[r + i] = sum[i];
-    }
-    for (; r < r1; r++) {
-        float sum = 0.0f;
-        for (int b = 0; b < nb; b++) {
-            const size_t blk = (size_t)r * (size_t)nb + (size_t)b;
-            int32_t sumi = dot_block_q4(wq + blk * ML_Q4_BLOCK_BYTES, x->q + (size_t)b * ML_QK);
-            sum += (float)sumi * (ml_scale_at(wd, blk, st) * x->d[b]);
-        }
-        y[r] = sum;
-    }
+    for (; r + 4 <= r1; r += 4) matvec_rows(y, W, x, r, 4, t, st);
+    if (r < r1) matvec_rows(y, W, x, r, r1 - r, t, st);
+}
+
+void ml_k_matvec_q8_scalar(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
+    matvec(y, W, x, r0, r1, ML_TYPE_Q8_0, ML_TYPE_F32);
+}
+
+void ml_k_matvec_q8_f16_scalar(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
+    matvec(y, W, x, r0, r1, ML_TYPE_Q8_0, ML_TYPE_F16);
 }
 
 void ml_k_matvec_q4_scalar(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
-    matvec_q4(y, W, x, r0, r1, ML_TYPE_F32);
+    matvec(y, W, x, r0, r1, ML_TYPE_Q4_0, ML_TYPE_F32);
 }
 
 void ml_k_matvec_q4_f16_scalar(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1) {
-    matvec_q4(y, W, x, r0, r1, ML_TYPE_F16);
+    matvec(y, W, x, r0, r1, ML_TYPE_Q4_0, ML_TYPE_F16);
 }
