@@ -127,9 +127,9 @@ typedef struct {
     float *out;       /* (n_tok, n_heads, head_dim) */
     int pos, n_heads, n_kv_heads, head_dim, max_seq;
     int n_tok;
-    /* Optional (NULL: none): scratch of scratch_n floats that several
-     * threads split a batch's scores in, by token chunk; it may not overlap
-     * q, the caches or out. */
+    /* Optional (NULL: none): scratch of scratch_n floats for a batch's
+     * scores, queries and outputs, by token tile (ops.c); it may not
+     * overlap q, the caches or out. */
     float *scratch;
     size_t scratch_n;
 } ml_attn_args;
