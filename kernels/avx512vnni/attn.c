@@ -10,8 +10,10 @@
  * against the query's 8 elements in both halves. A tile of 16 keys is 8
  * such accumulators; avx2's transposing fold, done in both 256-bit halves
  * at once, leaves key j in lane j, and one division serves 16 keys: half
- * the multiply-adds, folds and divisions of avx2's two 8-key tiles. The
- * last n % 16 keys take avx2's tiles (the same bits: rule 2 per key). */
+ * the multiply-adds, folds and divisions of avx2's two 8-key tiles. Two
+ * queries share each pair of key chunks (the inserts that build it are
+ * shuffles, as many as the multiplies). The last n % 16 keys take avx2's
+ * tiles (the same bits: rule 2 per key). */
 #include <immintrin.h>
 
 #include "config/ml_kernels.h"
@@ -51,35 +53,52 @@ ML_INLINE __m512 attn_fold16(const __m512 *a) {
     return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15), d);
 }
 
-/* s[0 .. 15] = the scores of query q against the 16 keys at kt, rows ldk apart. */
-ML_INLINE void attn_score_tile16(float *s, const float *q, const float *kt, size_t ldk, int h8, int hd, __m512 sc) {
-    __m512 acc[8];
-    ML_UNROLL for (int j = 0; j < 8; j++) acc[j] = _mm512_setzero_ps();
+/* s[q*lds + 0 .. 15] = the scores of the nq (1 or 2, a constant after
+ * inlining) queries at q, ldq apart, against the 16 keys at kt, rows ldk
+ * apart: each pair of key chunks is built once for both queries. */
+ML_INLINE void attn_score_tile16(float *s, size_t lds, const float *q, size_t ldq, int nq, const float *kt, size_t ldk,
+                                 int h8, int hd, __m512 sc) {
+    __m512 acc[2][8];
+    ML_UNROLL for (int g = 0; g < nq; g++)
+        ML_UNROLL for (int j = 0; j < 8; j++) acc[g][j] = _mm512_setzero_ps();
     const float *k0 = kt, *k8 = kt + 8 * ldk;
     for (int i = 0; i < h8; i += 8) {
-        const __m512 qv = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(q + i))));
-        ML_UNROLL for (int j = 0; j < 8; j++)
-            acc[j] = _mm512_add_ps(acc[j], _mm512_mul_ps(qv, attn_pair(k0 + (size_t)j * ldk + i, k8 + (size_t)j * ldk + i)));
+        __m512 qv[2];
+        ML_UNROLL for (int g = 0; g < nq; g++)
+            qv[g] = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(q + (size_t)g * ldq + i))));
+        ML_UNROLL for (int j = 0; j < 8; j++) {
+            const __m512 kp = attn_pair(k0 + (size_t)j * ldk + i, k8 + (size_t)j * ldk + i);
+            ML_UNROLL for (int g = 0; g < nq; g++) acc[g][j] = _mm512_add_ps(acc[g][j], _mm512_mul_ps(qv[g], kp));
+        }
     }
-    __m512 d = attn_fold16(acc);
-    if (h8 < hd) { /* rule 2's tail, element by element after the fold */
-        float f[16];
-        _mm512_storeu_ps(f, d);
-        for (int j = 0; j < 16; j++)
-            for (int i = h8; i < hd; i++) f[j] += q[i] * kt[(size_t)j * ldk + (size_t)i];
-        d = _mm512_loadu_ps(f);
+    ML_UNROLL for (int g = 0; g < nq; g++) {
+        const float *qg = q + (size_t)g * ldq;
+        __m512 d = attn_fold16(acc[g]);
+        if (h8 < hd) { /* rule 2's tail, element by element after the fold */
+            float f[16];
+            _mm512_storeu_ps(f, d);
+            for (int j = 0; j < 16; j++)
+                for (int i = h8; i < hd; i++) f[j] += qg[i] * kt[(size_t)j * ldk + (size_t)i];
+            d = _mm512_loadu_ps(f);
+        }
+        _mm512_storeu_ps(s + (size_t)g * lds, _mm512_div_ps(d, sc));
     }
-    _mm512_storeu_ps(s, _mm512_div_ps(d, sc));
 }
 
 void ml_k_attn_scores_avx512vnni(float *s, int lds, const float *q, int ldq, int G, const float *k, int ldk, int n,
                                  int hd, float scale) {
     const int h8 = hd & ~7, n16 = n & ~15;
     const __m512 sc = _mm512_set1_ps(scale);
-    for (int t = 0; t < n16; t += 16)
-        for (int g = 0; g < G; g++)
-            attn_score_tile16(s + (size_t)g * (size_t)lds + (size_t)t, q + (size_t)g * (size_t)ldq,
-                              k + (size_t)t * (size_t)ldk, (size_t)ldk, h8, hd, sc);
+    for (int t = 0; t < n16; t += 16) {
+        const float *kt = k + (size_t)t * (size_t)ldk;
+        int g = 0;
+        for (; g + 2 <= G; g += 2)
+            attn_score_tile16(s + (size_t)g * (size_t)lds + (size_t)t, (size_t)lds, q + (size_t)g * (size_t)ldq,
+                              (size_t)ldq, 2, kt, (size_t)ldk, h8, hd, sc);
+        if (g < G)
+            attn_score_tile16(s + (size_t)g * (size_t)lds + (size_t)t, (size_t)lds, q + (size_t)g * (size_t)ldq,
+                              (size_t)ldq, 1, kt, (size_t)ldk, h8, hd, sc);
+    }
     if (n16 < n)
         ml_k_attn_scores_avx2(s + n16, lds, q, ldq, G, k + (size_t)n16 * (size_t)ldk, ldk, n - n16, hd, scale);
 }
