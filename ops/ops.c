@@ -312,8 +312,8 @@ void ml_op_softmax(float *x, int n) { ml_k_softmax(x, n); }
  * heads is scored and summed together, each key and value row read from
  * memory once per block for all of them (ml_k_attn_scores,
  * ml_k_attn_values take them as one set of queries): over a long context
- * the keys and values no longer stream once per token (stories110M shape,
- * 1024 keys: 2.1x faster). Token j of a tile sees j more keys than its
+ * the keys and values no longer stream once per token (a 1024-token prompt
+ * of the stories110M shape: 1.5x faster, docs/PERF.md). Token j of a tile sees j more keys than its
  * first: all are scored together (the scores past a token's own keys are
  * never used), its softmax takes its own keys, the values sum the keys they
  * all see together, then each token's own few, in order: each (token,
