@@ -313,12 +313,12 @@ void ml_op_softmax(float *x, int n) { ml_k_softmax(x, n); }
  * memory once per block for all of them (ml_k_attn_scores,
  * ml_k_attn_values take them as one set of queries): over a long context
  * the keys and values no longer stream once per token (a 1024-token prompt
- * of the stories110M shape: 1.5x faster, docs/PERF.md). Token j of a tile sees j more keys than its
- * first: all are scored together (the scores past a token's own keys are
- * never used), its softmax takes its own keys, the values sum the keys they
- * all see together, then each token's own few, in order: each (token,
- * head) gets decode's bits (kernels/canon.h rule 6: an output element adds
- * key by key, whatever the call splits).
+ * of the stories110M shape: 1.5x faster, docs/PERF.md). Token j of a tile
+ * sees j more keys than its first: all are scored together (the scores
+ * past a token's own keys are never used), its softmax takes its own keys,
+ * the values sum the keys they all see together, then each token's own
+ * few, in order: each (token, head) gets decode's bits (kernels/canon.h
+ * rule 6: an output element adds key by key, whatever the call splits).
  *
  * A tile's scores, gathered queries and outputs live in the item's part of
  * the batch's scratch; the tile shrinks (to one token, the queries and
