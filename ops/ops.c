@@ -375,8 +375,8 @@ static void attention_run(void *ctx, int i0, int i1) {
         const int h = (it % c->groups) * c->sub; /* the item's first query head */
         const int t0 = (c->chunks - 1 - it / c->groups) * c->chunk, t1 = t0 + c->chunk < n_tok ? t0 + c->chunk : n_tok;
         float *s = a->att + (size_t)h * (size_t)a->max_seq, *qs = NULL, *os = NULL;
-        if (c->item_n) {
-            s = a->scratch + (size_t)it * c->item_n;
+        if (c->item_n) s = a->scratch + (size_t)it * c->item_n;
+        if (c->tile > 1) { /* attn_item_n's room after the scores */
             qs = s + (size_t)c->tile * (size_t)c->sub * (size_t)c->lds;
             os = qs + (size_t)c->tile * (size_t)c->sub * (size_t)a->head_dim;
         }
