@@ -79,6 +79,17 @@ ML_INLINE const void *ml_x86_sptr(const void *d, size_t i, ml_type st) {
     return (const char *)d + i * (size_t)ml_scale_bytes(st);
 }
 
+/* Prefetch 4 rows' blocks b .. b + 3 pf bytes ahead (rows ws bytes and
+ * ds scales apart), and their scales pfd bytes ahead once per 16 blocks. */
+ML_INLINE void ml_x86_prefetch_rows(const int8_t *wq, size_t ws, const void *wd, size_t ds, int b, size_t pf,
+                                    size_t pfd, ml_type t, ml_type st) {
+    const size_t wb = ml_x86_wbytes(t);
+    ML_UNROLL for (int i = 0; i < 4; i++) {
+        ML_UNROLL for (size_t l = 0; l < 4 * wb; l += 64) ml_x86_prefetch(wq + (size_t)i * ws + (size_t)b * wb + l, pf);
+        if ((b & 15) == 0) ml_x86_prefetch((const int8_t *)ml_x86_sptr(wd, (size_t)i * ds + (size_t)b, st), pfd);
+    }
+}
+
 /* [d0[0] d1[0] d2[0] d3[0]] * dx: one block's scales for 4 rows (the
  * tail's: fp16 by the scalar conversion, the same bits) */
 ML_INLINE __m128 ml_x86_scales1(const void *d, size_t nb, const float *xd, ml_type st) {
@@ -124,10 +135,7 @@ ML_INLINE void ml_x86_rows(float *y, const int8_t *wq, size_t wstride, const voi
         __m128 w[4], s[4];
         ml_x86_wscales4(w, ml_x86_sptr(wd, (size_t)b, st), ds, st);
         ml_x86_xscales(s, w, xd + b, 4);
-        ML_UNROLL for (int i = 0; i < 4; i++) {
-            ML_UNROLL for (size_t l = 0; l < 4 * wb; l += 64) ml_x86_prefetch(wq + (size_t)i * ws + (size_t)b * wb + l, pf);
-            if ((b & 15) == 0) ml_x86_prefetch((const int8_t *)ml_x86_sptr(wd, (size_t)i * ds + (size_t)b, st), pfd);
-        }
+        ml_x86_prefetch_rows(wq, ws, wd, ds, b, pf, pfd, t, st);
         ML_UNROLL for (int k = 0; k < 4 / ML_X86_STEP; k++) { /* steps of ML_X86_STEP blocks */
             const int bk = b + k * ML_X86_STEP;
             ml_x86_x xs;
