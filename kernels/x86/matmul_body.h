@@ -86,13 +86,15 @@ ML_INLINE void ml_x86_mm_rows(float *Y, int ldy, const ml_qtensor *W, const ml_q
     for (; t + ML_X86_MM_TOK <= X->n_tok; t += ML_X86_MM_TOK)
         ml_x86_mm_tile(Y + (size_t)t * (size_t)ldy + (size_t)r, (size_t)ldy, wq, wstride, wd, X, t, nb, nr,
                        ML_X86_MM_TOK, wt, st);
-    if (t + 4 <= X->n_tok)
+    /* the row tail (nr = 1: a few rows of some matrices) keeps one token a
+     * tile: two more tile sizes there cost compile time for nothing */
+    if (nr == 4 && t + 4 <= X->n_tok)
         ml_x86_mm_tile(Y + (size_t)t * (size_t)ldy + (size_t)r, (size_t)ldy, wq, wstride, wd, X, t, nb, nr, 4, wt, st),
             t += 4;
-    if (t + 2 <= X->n_tok)
+    if (nr == 4 && t + 2 <= X->n_tok)
         ml_x86_mm_tile(Y + (size_t)t * (size_t)ldy + (size_t)r, (size_t)ldy, wq, wstride, wd, X, t, nb, nr, 2, wt, st),
             t += 2;
-    if (t < X->n_tok)
+    for (; t < X->n_tok; t++)
         ml_x86_mm_tile(Y + (size_t)t * (size_t)ldy + (size_t)r, (size_t)ldy, wq, wstride, wd, X, t, nb, nr, 1, wt, st);
 }
 
