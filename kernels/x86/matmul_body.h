@@ -14,7 +14,7 @@
  * last tokens (all of a speculative verification's, 2-9 tokens) go in
  * tiles of 4, 2 and 1: with one token a tile, every row was prepared again
  * for each token (2 and 4 tokens from memory took 2-4x a matvec; now
- * 1.1-2.8x, Intel Xeon, 5632x2048).
+ * 1.1-3.8x, Intel Xeon, 5632x2048).
  *
  * Float order: each (row, token) is a lane of its token's 4-row accumulator
  * and gets exactly the matvec's sequence, sum += (float)sumi * (dw * dx) over
