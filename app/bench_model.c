@@ -61,39 +61,45 @@ static double prompt_seconds(lml_model *m, const int *tokens, int n) {
 
 /* Speculative decoding's bound (model/speculate.h): batches of k tokens
  * with every token's logits, as a verification runs them, over the decode
- * figure's positions; seconds per batch. */
+ * figure's positions (pos0 .. pos0 + n - 1: from -d, so that the batch
+ * meets the context the decode step did); seconds per batch. */
 static int ignore_logits(void *ud, int pos, const float *logits, int vocab) {
     (void)ud, (void)pos, (void)logits, (void)vocab;
     return 0;
 }
 
-static double verify_seconds(lml_model *m, const int *tokens, int n, int k) {
+static double verify_seconds(lml_model *m, const int *tokens, int pos0, int n, int k) {
     int batches = 0;
     double t0 = ml_cli_now();
-    for (int pos = 0; pos + k <= n; pos += k, batches++)
-        if (lml_eval(m, tokens + pos, k, pos, ignore_logits, NULL, NULL)) return -1;
+    for (int i = 0; i + k <= n; i += k, batches++)
+        if (lml_eval(m, tokens + i, k, pos0 + i, ignore_logits, NULL, NULL)) return -1;
     return batches ? (ml_cli_now() - t0) / batches : -1;
 }
 
-/* k = 2, 4, 8 beside one decode step (step_s): their cost ratio, and #row lines. */
-static int bench_verify(const ml_bench_opts *o, lml_model *m, const lml_model_info *info, const int *tokens, int n,
+/* k = 2, 4, 8 beside one decode step (step_s, of the n tokens decoded from
+ * pos0): their cost ratio, and #row lines. */
+static int bench_verify(const ml_bench_opts *o, lml_model *m, const lml_model_info *info, int pos0, int n,
                         double step_s, const char *label, const char *tn, int nth) {
     static const int ks[] = {2, 4, 8};
     enum { NK = sizeof ks / sizeof *ks };
     double med[NK];
+    int *tokens = prompt_tokens(n, info->vocab);
+    if (!tokens) return ML_EXIT_FAIL;
     for (int j = 0; j < NK; j++) {
         double t[64];
         med[j] = 0;
         if (ks[j] > info->batch || ks[j] > n) continue;
-        verify_seconds(m, tokens, ks[j], ks[j]); /* warm */
-        for (int r = 0; r < o->reps; r++) t[r] = verify_seconds(m, tokens, n, ks[j]);
+        verify_seconds(m, tokens, pos0, ks[j], ks[j]); /* warm */
+        for (int r = 0; r < o->reps; r++) t[r] = verify_seconds(m, tokens, pos0, n, ks[j]);
         ml_bench_stats st = ml_bench_summarize(t, o->reps);
         if (st.lo < 0) {
             fprintf(stderr, "ml_bench: %s: the verification batch failed\n", label);
+            free(tokens);
             return ML_EXIT_FAIL;
         }
         med[j] = st.med;
     }
+    free(tokens);
     printf("  %-12s %s  %dT  verify k tokens (one batch, every logit) / a decode step:", label, tn, nth);
     for (int j = 0; j < NK; j++)
         if (med[j] > 0) printf("  k=%d %.3f ms = %.2fx", ks[j], med[j] * 1e3, med[j] / step_s);
@@ -103,9 +109,10 @@ static int bench_verify(const ml_bench_opts *o, lml_model *m, const lml_model_in
     return ML_EXIT_OK;
 }
 
-/* The prompt figure and its #row line, beside the decode figure. */
+/* The prompt figure and its #row line, beside the decode figure (its
+ * `decoded` tokens from `depth`, step_s a token). */
 static int bench_prompt(const ml_bench_opts *o, lml_model *m, const lml_model_info *info, const char *label,
-                        const char *tn, int nth, double step_s) {
+                        const char *tn, int nth, int depth, int decoded, double step_s) {
     int n = o->prompt < info->context ? o->prompt : info->context;
     int *tokens = prompt_tokens(n, info->vocab);
     if (!tokens) return ML_EXIT_FAIL;
@@ -115,7 +122,7 @@ static int bench_prompt(const ml_bench_opts *o, lml_model *m, const lml_model_in
     for (int r = 0; r < o->reps; r++) t[r] = prompt_seconds(m, tokens, n);
     ml_bench_progress(NULL);
     ml_bench_stats st = ml_bench_summarize(t, o->reps);
-    int rc = st.lo < 0 ? ML_EXIT_FAIL : bench_verify(o, m, info, tokens, n, step_s, label, tn, nth);
+    int rc = st.lo < 0 ? ML_EXIT_FAIL : bench_verify(o, m, info, depth, decoded, step_s, label, tn, nth);
     free(tokens);
     if (st.lo < 0) {
         fprintf(stderr, "ml_bench: %s: the prompt failed\n", label);
@@ -193,7 +200,7 @@ static int bench_model(const ml_bench_opts *o, const ml_bench_bw *bw, const char
         printf("#row tg%d@d%d %s %s_%s_%dT %.2f\n", tokens, depth, ML_ISA_NAME, label, tn, nth, tps);
     else if (o->rows)
         printf("#row model %s %s_%s_%dT %.2f\n", ML_ISA_NAME, label, tn, nth, tps);
-    int rc = o->prompt ? bench_prompt(o, m, &info, label, tn, nth, st.med / tokens) : ML_EXIT_OK;
+    int rc = o->prompt ? bench_prompt(o, m, &info, label, tn, nth, depth, tokens, st.med / tokens) : ML_EXIT_OK;
     fflush(stdout);
     lml_model_close(m);
     return rc;

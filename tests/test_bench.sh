@@ -119,6 +119,17 @@ if [ $? -eq 0 ] && grep -q "^model decode, 4 tokens from position 250:" "$tmp/ou
 else
     bad "-d 250: $(head -c 400 "$tmp/out") $(head -c 200 "$tmp/err")"
 fi
+# The verification figure runs over the decode's positions (250 .. 253: room
+# for batches of 2 and 4, not 8, whatever -p), beside the step it divides.
+run --model-only --shape stories15M --wtype q4_0 --tokens 4 --reps 1 -p 8 -d 250 --rows
+if [ $? -eq 0 ] && grep -qE "^#row verify2 [a-z0-9_]+ stories15M_q4_0_1T [0-9.]*[1-9][0-9.]*$" "$tmp/out" &&
+    grep -qE "^#row verify4 [a-z0-9_]+ stories15M_q4_0_1T [0-9.]*[1-9][0-9.]*$" "$tmp/out" &&
+    grep -qE "verify k tokens .*k=2 [0-9.]+ ms = [0-9.]+x  k=4 [0-9.]+ ms = [0-9.]+x$" "$tmp/out" &&
+    ! grep -q "verify8\|k=8" "$tmp/out" && grep -q "^#row pp8 " "$tmp/out"; then
+    ok "-d 250 -p 8: verify k = 2 and 4 over the 4 decoded positions (no room for 8), and pp8"
+else
+    bad "-d 250 -p 8, verify: $(head -c 600 "$tmp/out") $(head -c 200 "$tmp/err")"
+fi
 
 # ---- threads: -t 2 needs the thread pool (not THREADS=1) -------------------
 if [[ $BUILD != *nothreads* ]]; then
