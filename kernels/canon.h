@@ -18,6 +18,16 @@
  *     round-to-nearest conversion), Cody-Waite reduction, degree-5 polynomial
  *     evaluated by Horner with separate mul and add, scale by 2^n as two
  *     normal factors.
+ *     Softmax takes the exp of d = x - max only where d >= -ML_SOFTMAX_CUT
+ *     (ml_canon_softmax_exp); below, and for a NaN d, the term is exactly 0.
+ *     Such a term is under e^-64 (2^-92) of the largest, which is 1: it
+ *     moves neither the sum nor an attention output, whose magnitudes are
+ *     near 1, but computing it makes denormals (exp, then p = e / sum, then
+ *     p * v), and on x86 every denormal result costs a microcode assist of
+ *     hundreds of cycles: at depth, 1% of a real model's scores lie there,
+ *     which made softmax 4.5x slower (docs/PERF.md). From e^-64 down to
+ *     the floats' smallest normal there is room for a sum up to 2^33, so
+ *     no kept p is denormal.
  *  4. Divisions and square roots are IEEE (no reciprocal estimates).
  *  5. matvec accumulates each row sequentially over its blocks:
  *        sum += (float)sumi * (dw * dx),  sumi the exact int32 block dot
@@ -86,6 +96,7 @@
 #define ML_EXP_P3 8.3334519073e-3f
 #define ML_EXP_P4 1.3981999507e-3f
 #define ML_EXP_P5 1.9875691500e-4f
+#define ML_SOFTMAX_CUT 64.0f /* rule 3: softmax's terms with x - max < -64 are 0 */
 
 static inline float ml_canon_pow2i(int32_t e) { /* 2^e for e in [-126, 127] */
     uint32_t bits = (uint32_t)(e + 127) << 23;
@@ -116,6 +127,9 @@ static inline float ml_canon_expf(float x) {
     int32_t n1 = n >> 1, n2 = n - n1;
     return (p * ml_canon_pow2i(n1)) * ml_canon_pow2i(n2);
 }
+/* Rule 3's softmax term: exp(d), d = x - max <= 0, or 0 below the cut (a
+ * NaN d fails the comparison: 0 as well). */
+static inline float ml_canon_softmax_exp(float d) { return d >= -ML_SOFTMAX_CUT ? ml_canon_expf(d) : 0.0f; }
 
 /* RoPE of one interleaved pair (p[0], p[1]) by (c, s), in the scalar
  * twin's order; vector kernels use it for the pairs past their last chunk. */

@@ -39,6 +39,7 @@
 #include "core/isa_check.h"
 #include "core/pack.h"
 #include "core/tune.h"
+#include "kernels/canon.h"
 #include "tests/kernel_ref.h"
 #include "tests/testlib.h"
 
@@ -549,10 +550,35 @@ static void test_rmsnorm(tctx *t) {
 }
 
 /* Softmax inputs: ordinary, large positive, large negative, all equal, one
- * dominant value (others underflow), and a span wider than expf's range. */
-enum { SM_GAUSS, SM_LARGE, SM_NEG, SM_EQUAL, SM_DOMINANT, SM_WIDE, SM_KINDS };
+ * dominant value (others underflow), a span wider than expf's range, and
+ * terms on both sides of canon.h rule 3's cut (x - max = -64). */
+enum { SM_GAUSS, SM_LARGE, SM_NEG, SM_EQUAL, SM_DOMINANT, SM_WIDE, SM_CUT, SM_KINDS };
+
+/* SM_CUT's x - max values, in turn (x[0] = 0 is the max): the cut itself and
+ * the floats beside it, the denormal range of exp and of p = e / sum, -inf. */
+static float sm_cut_value(int i) {
+    static const float d[] = {-64.0f, -63.999996f, -64.00001f, -1.0f, -70.0f, -86.0f, -95.0f, -103.0f, -200.0f,
+                              -INFINITY, -30.0f, -0.5f};
+    return i == 0 ? 0.0f : d[i % (int)(sizeof d / sizeof d[0])];
+}
+
+/* Rule 3's cut, by itself: the scalar softmax keeps a term at the cut and
+ * makes the next float below it exactly 0; the vector kernel agrees. */
+static void test_softmax_cut(void) {
+    int before = tl_failed;
+    float x[3] = {0.0f, -ML_SOFTMAX_CUT, nextafterf(-ML_SOFTMAX_CUT, -INFINITY)}, y[3];
+    memcpy(y, x, sizeof x);
+    ml_k_softmax_scalar(x, 3);
+    ml_k_softmax(y, 3);
+    CHECK(x[1] > 0.0f && x[1] < 1e-27f, "softmax: the term at the cut: %g, expected e^-64 = 1.6e-28", (double)x[1]);
+    CHECK(x[2] == 0.0f && !signbit(x[2]), "softmax: the term below the cut: %g, expected +0", (double)x[2]);
+    CHECK(x[0] == 1.0f, "softmax: the max's term with the others under 1e-27: %.9g, expected 1", (double)x[0]);
+    CHECK(memcmp(x, y, sizeof x) == 0, "softmax at the cut: the vector kernel differs from the scalar twin");
+    GROUP_DONE("softmax: rule 3's cut (kept at x - max = -64, 0 below)", before);
+}
 
 static void test_softmax(tctx *t) {
+    test_softmax_cut();
     int before = tl_failed, ns[32], nn = float_sizes(t, ns);
     for (int ni = 0; ni < nn; ni++)
         for (int kind = 0; kind < SM_KINDS; kind++)
@@ -568,6 +594,7 @@ static void test_softmax(tctx *t) {
                            : kind == SM_NEG      ? -8e4f + 10.0f * g
                            : kind == SM_EQUAL    ? 42.5f
                            : kind == SM_DOMINANT ? (i == n / 2 ? 100.0f : 0.0f)
+                           : kind == SM_CUT      ? sm_cut_value(i)
                                                  : ref_uniform(&t->rng, -150.0f, 150.0f);
                     s[i] = x[i];
                 }
@@ -586,7 +613,7 @@ static void test_softmax(tctx *t) {
                 CHECK(guard_ok(x, n) && guard_ok(s, n), "softmax n=%d wrote past n", n);
                 ref_free(bx), ref_free(bs), free(ref);
             }
-    GROUP_DONE("softmax: vs double and scalar, large/negative/equal/dominant/wide inputs, odd n", before);
+    GROUP_DONE("softmax: vs double and scalar, large/negative/equal/dominant/wide/cut inputs, odd n", before);
 }
 
 static void test_silu_mul(tctx *t) {

@@ -29,4 +29,12 @@ ML_INLINE float32x4_t ml_arm_exp(float32x4_t x) {
     return vmulq_f32(vmulq_f32(p, s1), s2);
 }
 
+/* ml_canon_softmax_exp: the exp where d >= the cut, else 0 (NaN d too).
+ * The exp of the lanes below is computed and dropped (AArch64 handles
+ * denormals at full speed). */
+ML_INLINE float32x4_t ml_arm_softmax_exp(float32x4_t d) {
+    const uint32x4_t keep = vcgeq_f32(d, vdupq_n_f32(-ML_SOFTMAX_CUT));
+    return vreinterpretq_f32_u32(vandq_u32(keep, vreinterpretq_u32_f32(ml_arm_exp(d))));
+}
+
 #endif

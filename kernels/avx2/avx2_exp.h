@@ -26,6 +26,10 @@ ML_INLINE __m256 ml_x86_f_pow2(__m256 p, __m256 nf) {
     return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
 }
 
+ML_INLINE __m256 ml_x86_f_keep_ge(__m256 e, __m256 d, __m256 c) {
+    return _mm256_and_ps(_mm256_cmp_ps(d, c, _CMP_GE_OQ), e);
+}
+
 #include "kernels/x86/exp_body.h"
 
 #endif

@@ -1,6 +1,7 @@
 /* In-place softmax, AVX2, in the canonical order (kernels/canon.h): the
- * canonical exp (avx2_exp.h), the sum over 8 lanes then the n % 8 tail one by
- * one, an IEEE division per element: bit-identical to the scalar twin. */
+ * canonical exp (avx2_exp.h; 0 below rule 3's cut), the sum over 8 lanes
+ * then the n % 8 tail one by one, an IEEE division per element:
+ * bit-identical to the scalar twin. */
 #include <immintrin.h>
 #include <math.h>
 
@@ -21,13 +22,13 @@ void ml_k_softmax_avx2(float *x, int n) {
 
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < n8; i += 8) {
-        const __m256 e = ml_x86_exp(_mm256_sub_ps(_mm256_loadu_ps(x + i), mx));
+        const __m256 e = ml_x86_softmax_exp(_mm256_sub_ps(_mm256_loadu_ps(x + i), mx));
         _mm256_storeu_ps(x + i, e);
         acc = _mm256_add_ps(acc, e);
     }
     float sum = ml_avx2_hsum(acc);
     if (n8 < n) {
-        _mm256_maskstore_ps(x + n8, m, ml_x86_exp(_mm256_sub_ps(tail, mx)));
+        _mm256_maskstore_ps(x + n8, m, ml_x86_softmax_exp(_mm256_sub_ps(tail, mx)));
         for (int i = n8; i < n; i++) sum += x[i];
     }
 

@@ -20,6 +20,10 @@ ML_INLINE __m512 ml_x86_f_min(__m512 a, __m512 b) { return _mm512_min_ps(a, b); 
 ML_INLINE __m512 ml_x86_f_max(__m512 a, __m512 b) { return _mm512_max_ps(a, b); }
 ML_INLINE __m512 ml_x86_f_pow2(__m512 p, __m512 nf) { return _mm512_scalef_ps(p, nf); }
 
+ML_INLINE __m512 ml_x86_f_keep_ge(__m512 e, __m512 d, __m512 c) {
+    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(d, c, _CMP_GE_OQ), e);
+}
+
 #include "kernels/x86/exp_body.h"
 
 #endif

@@ -1,8 +1,8 @@
 /* In-place softmax, AVX-512, in the canonical order (kernels/canon.h): the
- * canonical exp 16 wide (avx512_exp.h, masked for the last group), the sum
- * over 8 lanes (each 16 exps add their low then high half, which is lane j's
- * element order), then the n % 8 tail one by one, an IEEE division per
- * element: bit-identical to the scalar twin. */
+ * canonical exp 16 wide (avx512_exp.h, masked for the last group; 0 below
+ * rule 3's cut), the sum over 8 lanes (each 16 exps add their low then high
+ * half, which is lane j's element order), then the n % 8 tail one by one,
+ * an IEEE division per element: bit-identical to the scalar twin. */
 #include <immintrin.h>
 #include <math.h>
 
@@ -23,13 +23,13 @@ void ml_k_softmax_avx512vnni(float *x, int n) {
 
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < n16; i += 16) {
-        const __m512 e = ml_x86_exp(_mm512_sub_ps(_mm512_loadu_ps(x + i), mx));
+        const __m512 e = ml_x86_softmax_exp(_mm512_sub_ps(_mm512_loadu_ps(x + i), mx));
         _mm512_storeu_ps(x + i, e);
         acc = _mm256_add_ps(acc, _mm512_castps512_ps256(e));
         acc = _mm256_add_ps(acc, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)));
     }
     if (n16 < n) {
-        const __m512 e = ml_x86_exp(_mm512_sub_ps(rest, mx));
+        const __m512 e = ml_x86_softmax_exp(_mm512_sub_ps(rest, mx));
         _mm512_mask_storeu_ps(x + n16, mt, e);
         if (n8 > n16) acc = _mm256_add_ps(acc, _mm512_castps512_ps256(e)); /* a whole 8 before the tail */
     }

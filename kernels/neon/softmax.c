@@ -1,8 +1,8 @@
 /* In-place softmax, neon, in the canonical order (kernels/canon.h): the
- * canonical exp (arm_exp.h; the n % 4 tail by its scalar form, the same
- * bits), the sum over 8 lanes then the n % 8 tail one by one, an IEEE
- * division per element: bit-identical to the scalar twin. AArch64 only
- * (kernels_neon.h). */
+ * canonical exp (arm_exp.h, 0 below rule 3's cut; the n % 4 tail by its
+ * scalar form, the same bits), the sum over 8 lanes then the n % 8 tail one
+ * by one, an IEEE division per element: bit-identical to the scalar twin.
+ * AArch64 only (kernels_neon.h). */
 #include "config/ml_kernels.h"
 #include "kernels/neon/kernels_neon.h"
 
@@ -26,8 +26,8 @@ void ml_k_softmax_neon(float *x, int n) {
     const float32x4_t m = vdupq_n_f32(max);
     float32x4_t lo = vdupq_n_f32(0.0f), hi = vdupq_n_f32(0.0f);
     for (i = 0; i < n8; i += 8) {
-        const float32x4_t e0 = ml_arm_exp(vsubq_f32(vld1q_f32(x + i), m));
-        const float32x4_t e1 = ml_arm_exp(vsubq_f32(vld1q_f32(x + i + 4), m));
+        const float32x4_t e0 = ml_arm_softmax_exp(vsubq_f32(vld1q_f32(x + i), m));
+        const float32x4_t e1 = ml_arm_softmax_exp(vsubq_f32(vld1q_f32(x + i + 4), m));
         vst1q_f32(x + i, e0);
         vst1q_f32(x + i + 4, e1);
         lo = vaddq_f32(lo, e0);
@@ -35,7 +35,7 @@ void ml_k_softmax_neon(float *x, int n) {
     }
     float sum = ml_arm_fold8(lo, hi);
     for (; i < n; i++) {
-        x[i] = ml_canon_expf(x[i] - max);
+        x[i] = ml_canon_softmax_exp(x[i] - max);
         sum += x[i];
     }
     const float32x4_t s = vdupq_n_f32(sum);

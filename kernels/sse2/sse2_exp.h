@@ -26,6 +26,8 @@ ML_INLINE __m128 ml_x86_f_pow2(__m128 p, __m128 nf) {
     return _mm_mul_ps(_mm_mul_ps(p, s1), s2);
 }
 
+ML_INLINE __m128 ml_x86_f_keep_ge(__m128 e, __m128 d, __m128 c) { return _mm_and_ps(_mm_cmpge_ps(d, c), e); }
+
 #include "kernels/x86/exp_body.h"
 
 #endif

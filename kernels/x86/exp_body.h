@@ -9,15 +9,19 @@
  *                                    lane, rounded as canon.h's two normal
  *                                    factors (sse2, avx2: those factors;
  *                                    avx512: one vscalefps, the same bits)
- * then includes this file, which defines ml_x86_exp(x). */
+ *     ml_x86_f_keep_ge(e, d, c)      e where d >= c, else 0 (NaN d: 0)
+ * then includes this file, which defines ml_x86_exp(x) and softmax's
+ * ml_x86_softmax_exp(d). */
 #ifndef ML_X86_EXP_BODY_H
 #define ML_X86_EXP_BODY_H
 
 #include "kernels/canon.h"
 #include "kernels/kernel_util.h"
 
-ML_INLINE ml_x86_f ml_x86_exp(ml_x86_f x) {
-    x = ml_x86_f_min(ml_x86_f_max(x, ml_x86_f_set1(ML_EXP_X_MIN)), ml_x86_f_set1(ML_EXP_X_MAX));
+/* The canonical exp of x clamped to [lo, ML_EXP_X_MAX] (a NaN x: lo, as
+ * maxps returns its second operand). */
+ML_INLINE ml_x86_f ml_x86_exp_above(ml_x86_f x, ml_x86_f lo) {
+    x = ml_x86_f_min(ml_x86_f_max(x, lo), ml_x86_f_set1(ML_EXP_X_MAX));
     const ml_x86_f round = ml_x86_f_set1(ML_EXP_ROUND);
     const ml_x86_f nf = ml_x86_f_sub(ml_x86_f_add(ml_x86_f_mul(x, ml_x86_f_set1(ML_EXP_LOG2E)), round), round);
     ml_x86_f r = ml_x86_f_sub(x, ml_x86_f_mul(nf, ml_x86_f_set1(ML_EXP_LN2_HI)));
@@ -30,6 +34,15 @@ ML_INLINE ml_x86_f ml_x86_exp(ml_x86_f x) {
     p = ml_x86_f_add(ml_x86_f_mul(p, r), ml_x86_f_set1(ML_EXP_P0));
     p = ml_x86_f_add(ml_x86_f_add(ml_x86_f_mul(p, ml_x86_f_mul(r, r)), r), ml_x86_f_set1(1.0f));
     return ml_x86_f_pow2(p, nf);
+}
+
+ML_INLINE ml_x86_f ml_x86_exp(ml_x86_f x) { return ml_x86_exp_above(x, ml_x86_f_set1(ML_EXP_X_MIN)); }
+
+/* ml_canon_softmax_exp: below the cut the exp is taken at the cut, a normal
+ * number (no denormal, no microcode assist), and then dropped. */
+ML_INLINE ml_x86_f ml_x86_softmax_exp(ml_x86_f d) {
+    const ml_x86_f cut = ml_x86_f_set1(-ML_SOFTMAX_CUT);
+    return ml_x86_f_keep_ge(ml_x86_exp_above(d, cut), d, cut);
 }
 
 #endif
