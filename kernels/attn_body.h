@@ -18,8 +18,8 @@
  * tail elements added one by one, then one IEEE division; an output element
  * adds o += p_t * v_t key by key. Scores take a tile of ML_VF_LANES keys
  * (a key's 8 lanes in ML_ATTN_PARTS vectors) so the fold leaves one key per
- * lane; values keep up to 4 vectors of two queries' outputs in registers over
- * a block of keys.
+ * lane; values keep 8 vectors of outputs in registers over a block of keys
+ * (two queries' 4 vectors, ..., eight queries' one).
  * Keys and values are read once per block for every query head of the
  * group (from L1). */
 #ifndef ML_ATTN_BODY_H
@@ -102,49 +102,68 @@ ML_INLINE void ml_attn_scores(float *s, int lds, const float *q, int ldq, int G,
 
 /* ---- values --------------------------------------------------------------- */
 
-/* For nq (1 or 2) queries q, o[q*ldo + 0 .. nv*ML_VF_LANES-1] += p[q*ldp +
- * j] * v[j*ldv ..], j = 0 .. nb-1 in order: nq * nv (<= 8, constants after
- * inlining) accumulators in registers, each value vector loaded once for
- * both queries. One chain of adds per accumulator is latency bound: two
- * queries of four vectors keep eight in flight. */
+/* Accumulators of a values chunk, queries x vectors, all in registers. */
+#define ML_ATTN_VACC 8
+
+/* For nq queries, o[q*ldo + 0 .. nv*ML_VF_LANES-1] += p[q*ldp + j] *
+ * v[j*ldv ..], j = 0 .. nb-1 in order: nq * nv (<= ML_ATTN_VACC, constants
+ * after inlining) accumulators, each value vector loaded once for all nq
+ * queries. One chain of adds per accumulator is latency bound, so a chunk
+ * keeps eight in flight: two queries of a large head (four vectors), eight
+ * of a small one (one vector: stories260K's head of 8 in a batch, whose
+ * tile holds 16 tokens' queries). */
 ML_INLINE void ml_attn_values_chunk(float *o, size_t ldo, const float *p, size_t ldp, int nq, const float *v,
                                     size_t ldv, int nb, int nv) {
-    ml_vf a[2][4];
+    ml_vf a[ML_ATTN_VACC];
     ML_UNROLL for (int q = 0; q < nq; q++)
-        ML_UNROLL for (int c = 0; c < nv; c++) a[q][c] = ml_vf_load(o + (size_t)q * ldo + c * ML_VF_LANES);
+        ML_UNROLL for (int c = 0; c < nv; c++) a[q * nv + c] = ml_vf_load(o + (size_t)q * ldo + c * ML_VF_LANES);
     for (int j = 0; j < nb; j++) {
         ml_vf vj[4];
         ML_UNROLL for (int c = 0; c < nv; c++) vj[c] = ml_vf_load(v + (size_t)j * ldv + c * ML_VF_LANES);
         ML_UNROLL for (int q = 0; q < nq; q++) {
             const ml_vf pj = ml_vf_set1(p[(size_t)q * ldp + (size_t)j]);
-            ML_UNROLL for (int c = 0; c < nv; c++) a[q][c] = ml_vf_madd(a[q][c], pj, vj[c]);
+            ML_UNROLL for (int c = 0; c < nv; c++) a[q * nv + c] = ml_vf_madd(a[q * nv + c], pj, vj[c]);
         }
     }
     ML_UNROLL for (int q = 0; q < nq; q++)
-        ML_UNROLL for (int c = 0; c < nv; c++) ml_vf_store(o + (size_t)q * ldo + c * ML_VF_LANES, a[q][c]);
+        ML_UNROLL for (int c = 0; c < nv; c++) ml_vf_store(o + (size_t)q * ldo + c * ML_VF_LANES, a[q * nv + c]);
 }
 
-/* ml_attn_values_chunk with nv a constant: 1 .. 4. */
+/* ml_attn_values_chunk with nq and nv constants: nv 1 .. 4, nq a power of
+ * two up to ML_ATTN_VACC / nv (ml_attn_values_qmax). */
 ML_INLINE void ml_attn_values_nv(float *o, size_t ldo, const float *p, size_t ldp, int nq, const float *v, size_t ldv,
                                  int nb, int nv) {
-    switch (nv) {
-    case 1: ml_attn_values_chunk(o, ldo, p, ldp, nq, v, ldv, nb, 1); break;
-    case 2: ml_attn_values_chunk(o, ldo, p, ldp, nq, v, ldv, nb, 2); break;
-    case 3: ml_attn_values_chunk(o, ldo, p, ldp, nq, v, ldv, nb, 3); break;
-    default: ml_attn_values_chunk(o, ldo, p, ldp, nq, v, ldv, nb, 4); break;
+#define ML_ATTN_VCASE(Q, V)                                                                                            \
+    case Q * 8 + V: ml_attn_values_chunk(o, ldo, p, ldp, Q, v, ldv, nb, V); break;
+    switch (nq * 8 + nv) {
+        ML_ATTN_VCASE(1, 1) ML_ATTN_VCASE(2, 1) ML_ATTN_VCASE(4, 1) ML_ATTN_VCASE(8, 1)
+        ML_ATTN_VCASE(1, 2) ML_ATTN_VCASE(2, 2) ML_ATTN_VCASE(4, 2)
+        ML_ATTN_VCASE(1, 3) ML_ATTN_VCASE(2, 3)
+        ML_ATTN_VCASE(1, 4)
+    default: ml_attn_values_chunk(o, ldo, p, ldp, 2, v, ldv, nb, 4); break; /* nq 2, nv 4 */
     }
+#undef ML_ATTN_VCASE
 }
 
-/* A block of nb keys for nq (1 or 2) queries: the output in chunks of up to
- * 4 vectors, the elements past the last whole vector in scalar code. */
+/* Queries a chunk of nv vectors takes at once: ML_ATTN_VACC / nv, rounded
+ * down to a power of two. */
+ML_INLINE int ml_attn_values_qmax(int nv) { return nv == 1 ? 8 : nv == 2 ? 4 : 2; }
+
+/* A block of nb keys for nq queries: the output in chunks of up to 4
+ * vectors, each for as many queries at once as its accumulators allow, the
+ * elements past the last whole vector in scalar code. */
 ML_INLINE void ml_attn_values_block(float *o, size_t ldo, const float *p, size_t ldp, int nq, const float *v,
                                     size_t ldv, int nb, int hd) {
     const int nvec = hd / ML_VF_LANES;
     for (int c = 0; c < nvec; c += 4) {
         const int nv = nvec - c < 4 ? nvec - c : 4;
         const size_t i = (size_t)c * ML_VF_LANES;
-        if (nq == 2) ml_attn_values_nv(o + i, ldo, p, ldp, 2, v + i, ldv, nb, nv);
-        else ml_attn_values_nv(o + i, ldo, p, ldp, 1, v + i, ldv, nb, nv);
+        for (int q = 0; q < nq;) {
+            int m = ml_attn_values_qmax(nv);
+            while (m > nq - q) m /= 2;
+            ml_attn_values_nv(o + (size_t)q * ldo + i, ldo, p + (size_t)q * ldp, ldp, m, v + i, ldv, nb, nv);
+            q += m;
+        }
     }
     for (int q = 0; q < nq; q++)
         for (int i = nvec * ML_VF_LANES; i < hd; i++) {
@@ -155,15 +174,15 @@ ML_INLINE void ml_attn_values_block(float *o, size_t ldo, const float *p, size_t
 }
 
 /* o[g*ldo + i] += p[g*ldp + t] * v[t*ldv + i], t = 0 .. n-1 in order: a
- * block of keys for every query of the set, two at a time. */
+ * block of keys for every query of the set, up to ML_ATTN_VACC at a time. */
 ML_INLINE void ml_attn_values(float *o, int ldo, const float *p, int ldp, int G, const float *v, int ldv, int n,
                               int hd) {
     for (int t0 = 0; t0 < n; t0 += ML_ATTN_VBLOCK) {
         const int nb = n - t0 < ML_ATTN_VBLOCK ? n - t0 : ML_ATTN_VBLOCK;
         const float *vb = v + (size_t)t0 * (size_t)ldv;
-        for (int g = 0; g < G; g += 2)
+        for (int g = 0; g < G; g += ML_ATTN_VACC)
             ml_attn_values_block(o + (size_t)g * (size_t)ldo, (size_t)ldo, p + (size_t)g * (size_t)ldp + (size_t)t0,
-                                 (size_t)ldp, G - g < 2 ? 1 : 2, vb, (size_t)ldv, nb, hd);
+                                 (size_t)ldp, G - g < ML_ATTN_VACC ? G - g : ML_ATTN_VACC, vb, (size_t)ldv, nb, hd);
     }
 }
 
