@@ -102,7 +102,8 @@ ML_INLINE void ml_attn_scores(float *s, int lds, const float *q, int ldq, int G,
 
 /* ---- values --------------------------------------------------------------- */
 
-/* Accumulators of a values chunk, queries x vectors, all in registers. */
+/* Accumulators of a values chunk, queries x vectors: in registers with 16
+ * or more vector registers (x86-64, AArch64; i686's 8 spill some). */
 #define ML_ATTN_VACC 8
 
 /* For nq queries, o[q*ldo + 0 .. nv*ML_VF_LANES-1] += p[q*ldp + j] *
@@ -130,24 +131,29 @@ ML_INLINE void ml_attn_values_chunk(float *o, size_t ldo, const float *p, size_t
 }
 
 /* ml_attn_values_chunk with nq and nv constants: nv 1 .. 4, nq a power of
- * two up to ML_ATTN_VACC / nv (ml_attn_values_qmax). */
-ML_INLINE void ml_attn_values_nv(float *o, size_t ldo, const float *p, size_t ldp, int nq, const float *v, size_t ldv,
-                                 int nb, int nv) {
+ * two up to ML_ATTN_VACC / nv (ml_attn_values_qmax), a case each. */
+_Static_assert(ML_ATTN_VACC == 8, "ml_attn_values_fixed has a case for each (nq, nv) with nq * nv <= 8");
+ML_INLINE void ml_attn_values_fixed(float *o, size_t ldo, const float *p, size_t ldp, int nq, const float *v,
+                                    size_t ldv, int nb, int nv) {
 #define ML_ATTN_VCASE(Q, V)                                                                                            \
     case Q * 8 + V: ml_attn_values_chunk(o, ldo, p, ldp, Q, v, ldv, nb, V); break;
     switch (nq * 8 + nv) {
         ML_ATTN_VCASE(1, 1) ML_ATTN_VCASE(2, 1) ML_ATTN_VCASE(4, 1) ML_ATTN_VCASE(8, 1)
         ML_ATTN_VCASE(1, 2) ML_ATTN_VCASE(2, 2) ML_ATTN_VCASE(4, 2)
         ML_ATTN_VCASE(1, 3) ML_ATTN_VCASE(2, 3)
-        ML_ATTN_VCASE(1, 4)
-    default: ml_attn_values_chunk(o, ldo, p, ldp, 2, v, ldv, nb, 4); break; /* nq 2, nv 4 */
+        ML_ATTN_VCASE(1, 4) ML_ATTN_VCASE(2, 4)
+    default: break; /* unreachable: ml_attn_values_block asks for the cases above only */
     }
 #undef ML_ATTN_VCASE
 }
 
 /* Queries a chunk of nv vectors takes at once: ML_ATTN_VACC / nv, rounded
  * down to a power of two. */
-ML_INLINE int ml_attn_values_qmax(int nv) { return nv == 1 ? 8 : nv == 2 ? 4 : 2; }
+ML_INLINE int ml_attn_values_qmax(int nv) {
+    int m = 1;
+    while (2 * m * nv <= ML_ATTN_VACC) m *= 2;
+    return m;
+}
 
 /* A block of nb keys for nq queries: the output in chunks of up to 4
  * vectors, each for as many queries at once as its accumulators allow, the
@@ -161,7 +167,7 @@ ML_INLINE void ml_attn_values_block(float *o, size_t ldo, const float *p, size_t
         for (int q = 0; q < nq;) {
             int m = ml_attn_values_qmax(nv);
             while (m > nq - q) m /= 2;
-            ml_attn_values_nv(o + (size_t)q * ldo + i, ldo, p + (size_t)q * ldp, ldp, m, v + i, ldv, nb, nv);
+            ml_attn_values_fixed(o + (size_t)q * ldo + i, ldo, p + (size_t)q * ldp, ldp, m, v + i, ldv, nb, nv);
             q += m;
         }
     }

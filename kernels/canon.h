@@ -23,9 +23,9 @@
  *     Such a term is under e^-64 (2^-92) of the largest, which is 1: it
  *     moves neither the sum nor an attention output, whose magnitudes are
  *     near 1, but computing it makes denormals (exp, then p = e / sum, then
- *     p * v), and on x86 every denormal result costs a microcode assist of
- *     hundreds of cycles: at depth, 1% of a real model's scores lie there,
- *     which made softmax 4.5x slower (docs/PERF.md). From e^-64 down to
+ *     p * v), and on Intel x86 each denormal result costs a microcode
+ *     assist of hundreds of cycles: at depth, 1% of a real model's scores
+ *     lie there, which made softmax 4.4x slower (docs/PERF.md). From e^-64 down to
  *     the floats' smallest normal there is room for a sum up to 2^33, so
  *     no kept p is denormal.
  *  4. Divisions and square roots are IEEE (no reciprocal estimates).

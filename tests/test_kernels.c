@@ -550,9 +550,13 @@ static void test_rmsnorm(tctx *t) {
 }
 
 /* Softmax inputs: ordinary, large positive, large negative, all equal, one
- * dominant value (others underflow), a span wider than expf's range, and
- * terms on both sides of canon.h rule 3's cut (x - max = -64). */
-enum { SM_GAUSS, SM_LARGE, SM_NEG, SM_EQUAL, SM_DOMINANT, SM_WIDE, SM_CUT, SM_KINDS };
+ * dominant value (others underflow), a span wider than expf's range, terms
+ * on both sides of canon.h rule 3's cut (x - max = -64); then the kinds
+ * without a finite double reference, checked bit for bit against the scalar
+ * twin and by what they must give: NaN first (the max is NaN: every output
+ * NaN), NaN later (skipped by the max, its term 0), one +inf (every term
+ * 0 or NaN: every output NaN). */
+enum { SM_GAUSS, SM_LARGE, SM_NEG, SM_EQUAL, SM_DOMINANT, SM_WIDE, SM_CUT, SM_NAN_FIRST, SM_NAN_LATER, SM_INF, SM_KINDS };
 
 /* SM_CUT's x - max values, in turn (x[0] = 0 is the max): the cut itself and
  * the floats beside it, the denormal range of exp and of p = e / sum, -inf. */
@@ -563,13 +567,17 @@ static float sm_cut_value(int i) {
 }
 
 /* Rule 3's cut, by itself: the scalar softmax keeps a term at the cut and
- * makes the next float below it exactly 0; the vector kernel agrees. */
+ * makes the next float below it exactly 0; the vector kernel agrees, in its
+ * main loop (elements 1, 2) and its tail (17, 18). */
 static void test_softmax_cut(void) {
     int before = tl_failed;
-    float x[3] = {0.0f, -ML_SOFTMAX_CUT, nextafterf(-ML_SOFTMAX_CUT, -INFINITY)}, y[3];
+    enum { N = 19 };
+    const float at = -ML_SOFTMAX_CUT, below = nextafterf(-ML_SOFTMAX_CUT, -INFINITY);
+    float x[N] = {0.0f, at, below}, y[N];
+    for (int i = 3; i < N; i++) x[i] = i == 17 ? at : i == 18 ? below : -100.0f - (float)i;
     memcpy(y, x, sizeof x);
-    ml_k_softmax_scalar(x, 3);
-    ml_k_softmax(y, 3);
+    ml_k_softmax_scalar(x, N);
+    ml_k_softmax(y, N);
     CHECK(x[1] > 0.0f && x[1] < 1e-27f, "softmax: the term at the cut: %g, expected e^-64 = 1.6e-28", (double)x[1]);
     CHECK(x[2] == 0.0f && !signbit(x[2]), "softmax: the term below the cut: %g, expected +0", (double)x[2]);
     CHECK(x[0] == 1.0f, "softmax: the max's term with the others under 1e-27: %.9g, expected 1", (double)x[0]);
@@ -595,25 +603,31 @@ static void test_softmax(tctx *t) {
                            : kind == SM_EQUAL    ? 42.5f
                            : kind == SM_DOMINANT ? (i == n / 2 ? 100.0f : 0.0f)
                            : kind == SM_CUT      ? sm_cut_value(i)
-                                                 : ref_uniform(&t->rng, -150.0f, 150.0f);
+                           : kind == SM_WIDE     ? ref_uniform(&t->rng, -150.0f, 150.0f)
+                           : kind == SM_NAN_FIRST ? (i == 0 ? NAN : 3.0f * g)
+                           : kind == SM_NAN_LATER ? (i % 7 == 3 ? NAN : 3.0f * g)
+                                                  : (i == n / 2 ? INFINITY : 3.0f * g);
                     s[i] = x[i];
                 }
-                ref_softmax(ref, x, n);
+                const int finite = kind < SM_NAN_FIRST;
+                if (finite) ref_softmax(ref, x, n);
                 ml_k_softmax(x, n);
                 ml_k_softmax_scalar(s, n);
                 int bs_ = -1, bi = -1;
                 for (int i = 0; i < n; i++) {
-                    if (bs_ < 0 && !ref_close(s[i], ref[i], 1e-20)) bs_ = i;
+                    /* the non-finite kinds: NaN everywhere, or 0 at a skipped NaN */
+                    const int want = kind == SM_NAN_LATER ? i % 7 != 3 || s[i] == 0.0f : isnan(s[i]);
+                    if (bs_ < 0 && (finite ? !ref_close(s[i], ref[i], 1e-20) : !want)) bs_ = i;
                     if (bi < 0 && !ref_same_bits(x[i], s[i])) bi = i;
                 }
-                CHECK(bs_ < 0, "softmax scalar vs double n=%d kind=%d: element %d: %.9g vs %.9g", n, kind, bs_,
-                      bs_ < 0 ? 0.0 : (double)s[bs_], bs_ < 0 ? 0.0 : ref[bs_]);
+                CHECK(bs_ < 0, "softmax scalar vs double (or its NaN rule) n=%d kind=%d: element %d: %.9g vs %.9g", n,
+                      kind, bs_, bs_ < 0 ? 0.0 : (double)s[bs_], bs_ < 0 || !finite ? 0.0 : ref[bs_]);
                 CHECK(bi < 0, "softmax vs scalar n=%d kind=%d misalign=%d: element %d: %.9g vs %.9g", n, kind, mis,
                       bi, bi < 0 ? 0.0 : (double)x[bi], bi < 0 ? 0.0 : (double)s[bi]);
                 CHECK(guard_ok(x, n) && guard_ok(s, n), "softmax n=%d wrote past n", n);
                 ref_free(bx), ref_free(bs), free(ref);
             }
-    GROUP_DONE("softmax: vs double and scalar, large/negative/equal/dominant/wide/cut inputs, odd n", before);
+    GROUP_DONE("softmax: vs double and scalar, large/negative/equal/dominant/wide/cut/NaN/inf inputs, odd n", before);
 }
 
 static void test_silu_mul(tctx *t) {
@@ -788,7 +802,9 @@ static float plain_score(const float *q, const float *k, int hd, float scale) {
  * dot rule, the bound kernels against the scalar twins bit for bit; guards
  * after every score row and after the outputs. */
 static void test_attn(tctx *t) {
-    static const int hds[] = {8, 48, 64, 128, 20, 80}, gs[] = {1, 3, 7, 8, 13}; /* sets of 8, 4, 2 and 1 at once */
+    /* head sizes: every chunk of 1-4 vectors on 4, 8 and 16 lanes, and
+     * tails; query sets: each power-of-two group the values take at once */
+    static const int hds[] = {8, 12, 20, 48, 56, 80, 96, 128}, gs[] = {1, 3, 7, 8, 13};
     static const int ns[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 255, 300};
     int before = tl_failed;
     for (size_t hi = 0; hi < sizeof hds / sizeof *hds; hi++)

@@ -20,7 +20,7 @@
 
 /* The canonical exp of x clamped to [lo, ML_EXP_X_MAX] (a NaN x: lo, as
  * maxps returns its second operand). */
-ML_INLINE ml_x86_f ml_x86_exp_above(ml_x86_f x, ml_x86_f lo) {
+ML_INLINE ml_x86_f ml_x86_exp_clamped(ml_x86_f x, ml_x86_f lo) {
     x = ml_x86_f_min(ml_x86_f_max(x, lo), ml_x86_f_set1(ML_EXP_X_MAX));
     const ml_x86_f round = ml_x86_f_set1(ML_EXP_ROUND);
     const ml_x86_f nf = ml_x86_f_sub(ml_x86_f_add(ml_x86_f_mul(x, ml_x86_f_set1(ML_EXP_LOG2E)), round), round);
@@ -36,13 +36,13 @@ ML_INLINE ml_x86_f ml_x86_exp_above(ml_x86_f x, ml_x86_f lo) {
     return ml_x86_f_pow2(p, nf);
 }
 
-ML_INLINE ml_x86_f ml_x86_exp(ml_x86_f x) { return ml_x86_exp_above(x, ml_x86_f_set1(ML_EXP_X_MIN)); }
+ML_INLINE ml_x86_f ml_x86_exp(ml_x86_f x) { return ml_x86_exp_clamped(x, ml_x86_f_set1(ML_EXP_X_MIN)); }
 
 /* ml_canon_softmax_exp: below the cut the exp is taken at the cut, a normal
  * number (no denormal, no microcode assist), and then dropped. */
 ML_INLINE ml_x86_f ml_x86_softmax_exp(ml_x86_f d) {
     const ml_x86_f cut = ml_x86_f_set1(-ML_SOFTMAX_CUT);
-    return ml_x86_f_keep_ge(ml_x86_exp_above(d, cut), d, cut);
+    return ml_x86_f_keep_ge(ml_x86_exp_clamped(d, cut), d, cut);
 }
 
 #endif
