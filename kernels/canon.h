@@ -25,9 +25,9 @@
  *     near 1, but computing it makes denormals (exp, then p = e / sum, then
  *     p * v), and on Intel x86 each denormal result costs a microcode
  *     assist of hundreds of cycles: at depth, 1% of a real model's scores
- *     lie there, which made softmax 4.4x slower (docs/PERF.md). From e^-64 down to
- *     the floats' smallest normal there is room for a sum up to 2^33, so
- *     no kept p is denormal.
+ *     lie there, which made softmax 4.4x slower (docs/PERF.md). From e^-64
+ *     down to the floats' smallest normal there is room for a sum up to
+ *     2^33, so no kept p is denormal.
  *  4. Divisions and square roots are IEEE (no reciprocal estimates).
  *  5. matvec accumulates each row sequentially over its blocks:
  *        sum += (float)sumi * (dw * dx),  sumi the exact int32 block dot
@@ -127,6 +127,7 @@ static inline float ml_canon_expf(float x) {
     int32_t n1 = n >> 1, n2 = n - n1;
     return (p * ml_canon_pow2i(n1)) * ml_canon_pow2i(n2);
 }
+
 /* Rule 3's softmax term: exp(d), d = x - max <= 0, or 0 below the cut (a
  * NaN d fails the comparison: 0 as well). */
 static inline float ml_canon_softmax_exp(float d) { return d >= -ML_SOFTMAX_CUT ? ml_canon_expf(d) : 0.0f; }
