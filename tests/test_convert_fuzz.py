@@ -89,7 +89,8 @@ def loads(out, tok):
             return ""
         except Exception as e:
             return f"tools/mlb.py cannot read it back: {e}"
-    r = subprocess.run(RUNNER + [ML_RUN, "-m", out, "-z", tok, "-n", "4", "--temp", "0", "-c", "16"],
+    # -n 0 (the whole context, at most -c 8): a mutated context length can be 1
+    r = subprocess.run(RUNNER + [ML_RUN, "-m", out, "-z", tok, "-n", "0", "--temp", "0", "-c", "8"],
                        capture_output=True, timeout=60)
     err = r.stderr.decode(errors="replace")
     if r.returncode == 0 or (r.returncode == 1 and "ml_run: generating failed" in err):
