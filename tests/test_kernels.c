@@ -585,8 +585,39 @@ static void test_softmax_cut(void) {
     GROUP_DONE("softmax: rule 3's cut (kept at x - max = -64, 0 below)", before);
 }
 
+/* Long rows, many sums: rows of up to 4096 terms spread over (e^-70, 1],
+ * each with its own sum; every output (exp, then e / sum) must be the
+ * scalar twin's bits. */
+static void test_softmax_long_rows(tctx *t) {
+    int before = tl_failed, bad = -1, bad_n = 0;
+    enum { NMAX = 4096 };
+    float *x = malloc(NMAX * sizeof(float)), *s = malloc(NMAX * sizeof(float));
+    const int rows = t->quick ? 64 : 512;
+    long checked = 0;
+    int r = 0;
+    for (; r < rows && bad < 0; r++) {
+        const int n = ref_int(&t->rng, 1, NMAX);
+        /* a span of 8 to 70 below the max: sums from 1 to about n */
+        const float span = ref_uniform(&t->rng, 8.0f, 70.0f);
+        for (int i = 0; i < n; i++) s[i] = x[i] = i == 0 ? 0.0f : ref_uniform(&t->rng, -span, 0.0f);
+        ml_k_softmax(x, n);
+        ml_k_softmax_scalar(s, n);
+        for (int i = 0; i < n && bad < 0; i++)
+            if (!ref_same_bits(x[i], s[i])) bad = i, bad_n = n;
+        checked += n;
+    }
+    CHECK(bad < 0, "softmax long rows: row of %d, element %d: %.9g vs the scalar twin's %.9g", bad_n, bad,
+          bad < 0 ? 0.0 : (double)x[bad], bad < 0 ? 0.0 : (double)s[bad]);
+    free(x), free(s);
+    char what[120];
+    snprintf(what, sizeof what, "softmax: %ld outputs of %d rows of up to 4096 terms, each its own sum = the scalar "
+             "twin's bits", checked, r);
+    GROUP_DONE(what, before);
+}
+
 static void test_softmax(tctx *t) {
     test_softmax_cut();
+    test_softmax_long_rows(t);
     int before = tl_failed, ns[32], nn = float_sizes(t, ns);
     for (int ni = 0; ni < nn; ni++)
         for (int kind = 0; kind < SM_KINDS; kind++)
