@@ -551,12 +551,14 @@ static void test_rmsnorm(tctx *t) {
 
 /* Softmax inputs: ordinary, large positive, large negative, all equal, one
  * dominant value (others underflow), a span wider than expf's range, terms
- * on both sides of canon.h rule 3's cut (x - max = -64); then the kinds
+ * on both sides of canon.h rule 3's cut (x - max = -64), terms spread
+ * evenly over (e^-70, 1] (sums from 1 to about n); then the kinds
  * without a finite double reference, checked bit for bit against the scalar
  * twin and by what they must give: NaN first (the max is NaN: every output
  * NaN), NaN later (skipped by the max, its term 0), one +inf (every term
  * 0 or NaN: every output NaN). */
-enum { SM_GAUSS, SM_LARGE, SM_NEG, SM_EQUAL, SM_DOMINANT, SM_WIDE, SM_CUT, SM_NAN_FIRST, SM_NAN_LATER, SM_INF, SM_KINDS };
+enum { SM_GAUSS, SM_LARGE, SM_NEG, SM_EQUAL, SM_DOMINANT, SM_WIDE, SM_CUT, SM_SPREAD,
+       SM_NAN_FIRST, SM_NAN_LATER, SM_INF, SM_KINDS };
 
 /* SM_CUT's x - max values, in turn (x[0] = 0 is the max): the cut itself and
  * the floats beside it, the denormal range of exp and of p = e / sum, -inf. */
@@ -585,39 +587,8 @@ static void test_softmax_cut(void) {
     GROUP_DONE("softmax: rule 3's cut (kept at x - max = -64, 0 below)", before);
 }
 
-/* Long rows, many sums: rows of up to 4096 terms spread over (e^-70, 1],
- * each with its own sum; every output (exp, then e / sum) must be the
- * scalar twin's bits. */
-static void test_softmax_long_rows(tctx *t) {
-    int before = tl_failed, bad = -1, bad_n = 0;
-    enum { NMAX = 4096 };
-    float *x = malloc(NMAX * sizeof(float)), *s = malloc(NMAX * sizeof(float));
-    const int rows = t->quick ? 64 : 512;
-    long checked = 0;
-    int r = 0;
-    for (; r < rows && bad < 0; r++) {
-        const int n = ref_int(&t->rng, 1, NMAX);
-        /* a span of 8 to 70 below the max: sums from 1 to about n */
-        const float span = ref_uniform(&t->rng, 8.0f, 70.0f);
-        for (int i = 0; i < n; i++) s[i] = x[i] = i == 0 ? 0.0f : ref_uniform(&t->rng, -span, 0.0f);
-        ml_k_softmax(x, n);
-        ml_k_softmax_scalar(s, n);
-        for (int i = 0; i < n && bad < 0; i++)
-            if (!ref_same_bits(x[i], s[i])) bad = i, bad_n = n;
-        checked += n;
-    }
-    CHECK(bad < 0, "softmax long rows: row of %d, element %d: %.9g vs the scalar twin's %.9g", bad_n, bad,
-          bad < 0 ? 0.0 : (double)x[bad], bad < 0 ? 0.0 : (double)s[bad]);
-    free(x), free(s);
-    char what[120];
-    snprintf(what, sizeof what, "softmax: %ld outputs of %d rows of up to 4096 terms, each its own sum = the scalar "
-             "twin's bits", checked, r);
-    GROUP_DONE(what, before);
-}
-
 static void test_softmax(tctx *t) {
     test_softmax_cut();
-    test_softmax_long_rows(t);
     int before = tl_failed, ns[32], nn = float_sizes(t, ns);
     for (int ni = 0; ni < nn; ni++)
         for (int kind = 0; kind < SM_KINDS; kind++)
@@ -635,6 +606,7 @@ static void test_softmax(tctx *t) {
                            : kind == SM_DOMINANT ? (i == n / 2 ? 100.0f : 0.0f)
                            : kind == SM_CUT      ? sm_cut_value(i)
                            : kind == SM_WIDE     ? ref_uniform(&t->rng, -150.0f, 150.0f)
+                           : kind == SM_SPREAD   ? (i == 0 ? 0.0f : ref_uniform(&t->rng, -70.0f, 0.0f))
                            : kind == SM_NAN_FIRST ? (i == 0 ? NAN : 3.0f * g)
                            : kind == SM_NAN_LATER ? (i % 7 == 3 ? NAN : 3.0f * g)
                                                   : (i == n / 2 ? INFINITY : 3.0f * g);
@@ -658,7 +630,8 @@ static void test_softmax(tctx *t) {
                 CHECK(guard_ok(x, n) && guard_ok(s, n), "softmax n=%d wrote past n", n);
                 ref_free(bx), ref_free(bs), free(ref);
             }
-    GROUP_DONE("softmax: vs double and scalar, large/negative/equal/dominant/wide/cut/NaN/inf inputs, odd n", before);
+    GROUP_DONE("softmax: vs double and scalar, large/negative/equal/dominant/wide/cut/spread/NaN/inf inputs, "
+               "odd n", before);
 }
 
 static void test_silu_mul(tctx *t) {
