@@ -72,8 +72,8 @@ ML_INLINE size_t ml_x86_wbytes(ml_type t) { return t == ML_TYPE_Q4_0 ? ML_Q4_BLO
  * arrives: from DRAM, Zen 4 streamed Q8_0 weights at 9-10 of its 26 GB/s.
  * So Q8_0 also prefetches twice as far ahead into L2, whose misses are
  * many more, and the prefetch into L1 then finds the line in L2. Zen 4, 1
- * thread, stories110M Q8_0 decode: sse2 1.6-1.9x, sse41 1.9-2.3x, avx2
- * 2.2-2.6x, L3-sized stories15M unchanged (0.9-1.2x; into L2 alone, avx2
+ * thread, stories110M Q8_0 decode: sse2 1.6-1.9x, sse41 1.9-2.4x, avx2
+ * 2.3-2.8x; L3-sized stories15M medians 1.02-1.20x (into L2 alone, avx2
  * 0.71-0.90x). Q4_0, half the bytes, lost with it where its weights fit
  * in L3 (stories15M avx2 0.65-0.88x) and is left as it was. */
 ML_INLINE int ml_x86_pf_far(ml_type t) { return t == ML_TYPE_Q8_0; }
