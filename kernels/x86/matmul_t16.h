@@ -15,8 +15,7 @@
  * and block, summed in int16 (8 * 2 * 15 * 127 < 2^15), widened by one
  * pmaddwd, plus -8 * sum(x) (mt16_xwiden). 4.25 instructions per (row,
  * token, block) against the pairs' 8: sse41 Q4_0 at 12-128 tokens
- * 1.27-1.37x faster than its 4-row body (Zen 5, 2048x2048 from memory),
- * with 4 tokens a tile (sse41/matmul_q4.c).
+ * 1.27-1.37x faster than its 4-row body (Zen 5, 2048x2048 from memory).
  *
  * A block of 8 rows is widened and transposed once per call into 16 pairs
  * of vectors: pair j, vector h, int32 lane i = row 4h + i's elements 2j

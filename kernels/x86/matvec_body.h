@@ -159,7 +159,8 @@ ML_INLINE void ml_x86_rows(float *y, const int8_t *wq, size_t wstride, const voi
         }
     }
     for (; b < nb; b++) { /* the last nb % 4 blocks, one at a time */
-        ML_UNROLL for (int i = 0; i < 4; i++) ml_x86_prefetch(wq + (size_t)i * ws + (size_t)b * wb, pf, ml_x86_pf_far(t));
+        ML_UNROLL for (int i = 0; i < 4; i++)
+            ml_x86_prefetch(wq + (size_t)i * ws + (size_t)b * wb, pf, ml_x86_pf_far(t));
         acc = ml_x86_block1(acc, wq + (size_t)b * wb, ws, ml_x86_sptr(wd, (size_t)b, st), ds, xq + (size_t)b * ML_QK,
                             xd + b, t, st);
     }
