@@ -75,13 +75,12 @@ ML_INLINE size_t ml_x86_wbytes(ml_type t) { return t == ML_TYPE_Q4_0 ? ML_Q4_BLO
  * thread, stories110M Q8_0 decode: sse2 1.6-1.9x, sse41 1.9-2.4x, avx2
  * 2.3-2.8x; L3-sized stories15M medians 1.02-1.20x (into L2 alone, avx2
  * 0.71-0.90x). Q4_0, half the bytes, lost with it where its weights fit
- * in L3 (stories15M avx2 0.65-0.88x) and is left as it was. */
-ML_INLINE int ml_x86_pf_far(ml_type t) { return t == ML_TYPE_Q8_0; }
-
-/* The address is formed as an integer: past the end it is never a C pointer. */
-ML_INLINE void ml_x86_prefetch(const int8_t *p, size_t ahead, int far) {
+ * in L3 (stories15M avx2 0.65-0.88x) and is left as it was. t: the weight
+ * type. The address is formed as an integer: past the end it is never a C
+ * pointer. */
+ML_INLINE void ml_x86_prefetch(const int8_t *p, size_t ahead, ml_type t) {
     _mm_prefetch((const char *)((uintptr_t)p + ahead), _MM_HINT_T0);
-    if (far) _mm_prefetch((const char *)((uintptr_t)p + 2 * ahead), _MM_HINT_T1);
+    if (t == ML_TYPE_Q8_0) _mm_prefetch((const char *)((uintptr_t)p + 2 * ahead), _MM_HINT_T1);
 }
 
 /* Scale i of the array d of scales of type st (the weight scales are void
@@ -97,9 +96,9 @@ ML_INLINE void ml_x86_prefetch_rows(const int8_t *wq, size_t ws, const void *wd,
     const size_t wb = ml_x86_wbytes(t);
     ML_UNROLL for (int i = 0; i < 4; i++) {
         ML_UNROLL for (size_t l = 0; l < 4 * wb; l += 64)
-            ml_x86_prefetch(wq + (size_t)i * ws + (size_t)b * wb + l, pf, ml_x86_pf_far(t));
+            ml_x86_prefetch(wq + (size_t)i * ws + (size_t)b * wb + l, pf, t);
         if ((b & 15) == 0)
-            ml_x86_prefetch((const int8_t *)ml_x86_sptr(wd, (size_t)i * ds + (size_t)b, st), pfd, ml_x86_pf_far(t));
+            ml_x86_prefetch((const int8_t *)ml_x86_sptr(wd, (size_t)i * ds + (size_t)b, st), pfd, t);
     }
 }
 
@@ -160,7 +159,7 @@ ML_INLINE void ml_x86_rows(float *y, const int8_t *wq, size_t wstride, const voi
     }
     for (; b < nb; b++) { /* the last nb % 4 blocks, one at a time */
         ML_UNROLL for (int i = 0; i < 4; i++)
-            ml_x86_prefetch(wq + (size_t)i * ws + (size_t)b * wb, pf, ml_x86_pf_far(t));
+            ml_x86_prefetch(wq + (size_t)i * ws + (size_t)b * wb, pf, t);
         acc = ml_x86_block1(acc, wq + (size_t)b * wb, ws, ml_x86_sptr(wd, (size_t)b, st), ds, xq + (size_t)b * ML_QK,
                             xd + b, t, st);
     }
