@@ -28,10 +28,14 @@ fi
 
 # The emulator (wine), if any. A fresh wine prefix is created by the first
 # program run in it; ctest -j2 would start two at once and race to create it
-# (one test then fails now and then), so it is made here first.
+# (one test then fails now and then), so it is made here first, unless it
+# exists: the matrix's wine rows share a prefix, and one row's tests may be
+# running in it.
 emu=$(sed -n 's/^CMAKE_CROSSCOMPILING_EMULATOR:[A-Z]*=//p' "$dir/CMakeCache.txt")
 emu=${emu:-$(sed -n 's/^ML_WINE:[A-Z]*=//p' "$dir/CMakeCache.txt")}
-case ${emu##*/} in wine*) "$emu" wineboot --init >/dev/null 2>&1 ;; esac
+case ${emu##*/} in
+    wine*) [ -e "${WINEPREFIX:-$HOME/.wine}/system.reg" ] || "$emu" wineboot --init >/dev/null 2>&1 ;;
+esac
 
 # ctest: "N/M Test #k: name ....   Passed   0.12 sec" per test.
 (cd "$dir" && ctest -j"${ML_JOBS:-2}" --output-on-failure) >"$tmp/ctest.log" 2>&1
@@ -41,7 +45,9 @@ while read -r name verdict; do
     if [ "$verdict" = Passed ]; then ok "$name: ctest passed"; else bad "$name: ctest $verdict"; fi
 done < <(sed -nE 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([A-Za-z0-9_]+) \.+ *\**([A-Za-z]+).*/\1 \2/p' "$tmp/ctest.log")
 [ "$n" -gt 0 ] || bad "ctest ran no test: $(tail -n 5 "$tmp/ctest.log" | tr '\n' ' ')"
-grep -E '^[0-9]+: (FAIL|SKIP) - ' "$tmp/ctest.log" | head -n 10 | sed 's/^/    /'
+# The failing checks inside a ctest test, as this row's own lines (the
+# matrix repeats its rows' "FAIL - " lines in its summary).
+grep -E '^[0-9]+: (FAIL|SKIP) - ' "$tmp/ctest.log" | head -n 10 | sed -E 's/^[0-9]+: (FAIL|SKIP) - /\1 - ctest: /'
 
 # An emulated build writes what the Linux build writes, byte for byte.
 exe=$(ls "$dir"/ml_run.exe "$dir"/ml_run 2>/dev/null | head -n 1)
