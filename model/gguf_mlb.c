@@ -407,6 +407,10 @@ static ml_status read_bpe(conv *c, const ml_gguf_kv *toks, const ml_gguf_kv *typ
     uint64_t nm = merges ? merges->arr_n : 0;
     if (n < 256 || n > MAX_VOCAB)
         return ml_errf(err, ML_E_FORMAT, "%s: n_tokens: %llu, expected 256..%u", c->path, (unsigned long long)n, MAX_VOCAB);
+    /* a token per embedding row, as the runtime's loader requires */
+    if (n != c->h.vocab)
+        return ml_errf(err, ML_E_FORMAT, "%s: %llu tokens, but token_embd.weight has %u rows", c->path,
+                       (unsigned long long)n, c->h.vocab);
     /* the special ids: the tokenizer file's (eot guessed when absent) and the header's */
     int64_t ids[3];
     static const char *const keys[3] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",

@@ -211,6 +211,19 @@ def bpe(rep, tmp, cache):
             tg.write_gguf(path, m, t)
             rc, _, se = ml_run(path, cache)
             g.check(rc == 1 and want in se, f"{label}: exit {rc}: {se[-300:]}")
+    with rep.group("byte-level BPE GGUF with a token more than token_embd.weight's rows: both converters "
+                   "refuse it, and no .mlb is cached") as g:
+        m = dict(meta)
+        m["tokenizer.ggml.tokens"] = (tokens + ["[EXTRA]"], V.ARRAY, V.STRING)
+        m["tokenizer.ggml.token_type"] = (types + [1], V.ARRAY, V.INT32)
+        path = os.path.join(tmp, "bpe_bad_count.gguf")
+        tg.write_gguf(path, m, t)
+        want = f"{len(tokens) + 1} tokens, but token_embd.weight has {len(tokens)} rows"
+        rc, _, se = ml_run(path, cache)
+        g.check(rc == 1 and want in se, f"ml_run: exit {rc}: {se[-300:]}")
+        g.check(not glob.glob(os.path.join(cache, "bpe_bad_count*")), "a cached .mlb was left behind")
+        rc, _, se = tg.run(tg.CONVERT, path, os.path.join(tmp, "bad_count.mlb"))
+        g.check(rc != 0 and want in se, f"convert.py: exit {rc}: {se[-300:]}")
 
 
 def run_all(rep, tmp):

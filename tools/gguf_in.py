@@ -366,6 +366,10 @@ class GGUFSource:
         model = self._get(t + "model")
         if model == "gpt2":
             self.embedded = bpe_bytes(lambda tf: tf.bpe_from_gguf(self.reader), self.path)
+            n = len(self.reader.get_field(t + "tokens").data)  # a token per row, as the loader requires
+            if n != self.cfg["vocab"]:
+                raise GGUFError(f"{self.path}: {n} tokens, but token_embd.weight has "
+                                f"{self.cfg['vocab']} rows")
             return None
         if model != "llama":
             raise GGUFError(f"{self.path}: tokenizer model {model!r} is not supported (only "
