@@ -313,6 +313,14 @@ static const ml_gguf_kv *tok_array(conv *c, const char *key, uint32_t want_elem,
     return kv;
 }
 
+/* A token per embedding row, as the runtime's loader requires of either
+ * tokenizer kind. */
+static ml_status check_rows(conv *c, uint64_t n, ml_err *err) {
+    if (n == c->h.vocab) return ML_OK;
+    return ml_errf(err, ML_E_FORMAT, "%s: %llu tokens, but token_embd.weight has %u rows", c->path,
+                   (unsigned long long)n, c->h.vocab);
+}
+
 /* The chat template (gguf_in.py: a value that is not a string is none). */
 static ml_status read_template(conv *c, ml_err *err) {
     const ml_gguf_kv *kv = ml_gguf_find(&c->g, "tokenizer.chat_template");
@@ -407,10 +415,7 @@ static ml_status read_bpe(conv *c, const ml_gguf_kv *toks, const ml_gguf_kv *typ
     uint64_t nm = merges ? merges->arr_n : 0;
     if (n < 256 || n > MAX_VOCAB)
         return ml_errf(err, ML_E_FORMAT, "%s: n_tokens: %llu, expected 256..%u", c->path, (unsigned long long)n, MAX_VOCAB);
-    /* a token per embedding row, as the runtime's loader requires */
-    if (n != c->h.vocab)
-        return ml_errf(err, ML_E_FORMAT, "%s: %llu tokens, but token_embd.weight has %u rows", c->path,
-                       (unsigned long long)n, c->h.vocab);
+    if ((s = check_rows(c, n, err))) return s;
     /* the special ids: the tokenizer file's (eot guessed when absent) and the header's */
     int64_t ids[3];
     static const char *const keys[3] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
@@ -557,9 +562,7 @@ static ml_status read_tokenizer(conv *c, ml_err *err) {
     if (bpe) return (s = read_bpe(c, toks, types, err)) ? s : read_template(c, err);
     const ml_gguf_kv *scores = tok_array(c, "tokenizer.ggml.scores", ML_GGUF_F32, n, 1, &s, err);
     if (s) return s;
-    if (n != c->h.vocab)
-        return ml_errf(err, ML_E_FORMAT, "%s: %llu tokens, but token_embd.weight has %u rows", c->path,
-                       (unsigned long long)n, c->h.vocab);
+    if ((s = check_rows(c, n, err))) return s;
     int64_t iv;
     int space;
     if ((s = cfg_int(c, ".vocab_size", 0, (int64_t)n, &iv, err))) return s;

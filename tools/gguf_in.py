@@ -357,6 +357,13 @@ class GGUFSource:
             add_bos = int(bool(self._get(t + "add_bos_token", False)))
         return dict(bos=bos, eos=eos, eot=self._int(t + "eot_token_id", -1), add_bos=add_bos)
 
+    def _check_rows(self, n):
+        """A token per embedding row, as the runtime's loader requires of
+        either tokenizer kind."""
+        if n != self.cfg["vocab"]:
+            raise GGUFError(f"{self.path}: {n} tokens, but token_embd.weight has "
+                            f"{self.cfg['vocab']} rows")
+
     def _tokenizer(self):
         """llama2.c tokenizer.bin bytes, as llama2.c's tokenizer.py exports a
         SentencePiece model: U+2581 -> ' ', BOS "\\n<s>\\n", EOS "\\n</s>\\n";
@@ -366,10 +373,7 @@ class GGUFSource:
         model = self._get(t + "model")
         if model == "gpt2":
             self.embedded = bpe_bytes(lambda tf: tf.bpe_from_gguf(self.reader), self.path)
-            n = len(self.reader.get_field(t + "tokens").data)  # a token per row, as the loader requires
-            if n != self.cfg["vocab"]:
-                raise GGUFError(f"{self.path}: {n} tokens, but token_embd.weight has "
-                                f"{self.cfg['vocab']} rows")
+            self._check_rows(len(self.reader.get_field(t + "tokens").data))
             return None
         if model != "llama":
             raise GGUFError(f"{self.path}: tokenizer model {model!r} is not supported (only "
@@ -385,9 +389,7 @@ class GGUFSource:
             count = len(arr) if isinstance(arr, list) else "no"
             if count != n:
                 raise GGUFError(f"{self.path}: {t}{key} has {count} entries, {t}tokens {n}")
-        if n != self.cfg["vocab"]:
-            raise GGUFError(f"{self.path}: {n} tokens, but token_embd.weight has "
-                            f"{self.cfg['vocab']} rows")
+        self._check_rows(n)
         vocab_key = self._int(self.arch + ".vocab_size", n)
         if vocab_key != n:
             raise GGUFError(f"{self.path}: {self.arch}.vocab_size = {vocab_key}, but {n} tokens")
