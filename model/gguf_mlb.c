@@ -228,6 +228,8 @@ static uint32_t native_wtype(const ml_gguf *g, uint32_t *stype) {
     return q4 && !q8 ? ML_TYPE_Q4_0 : ML_TYPE_Q8_0;
 }
 
+static int type_taken(uint32_t type); /* below, with the dequantizers */
+
 /* gguf_in.py _check_tensors: every planned tensor present with its shape and
  * a type we take, nothing left over. used: (n_tensors) marks. */
 static ml_status check_tensors(conv *c, ml_err *err) {
@@ -273,10 +275,10 @@ static ml_status check_tensors(conv *c, ml_err *err) {
         } else if (is_vec && t->type != ML_GGML_F32) {
             s = ml_errf(err, ML_E_FORMAT, "%s: norm %s has type %s, expected F32", c->path, name,
                         ml_gguf_type_name(t->type, tn, sizeof tn));
-        } else if (t->type != ML_GGML_F32 && t->type != ML_GGML_F16 && t->type != ML_GGML_BF16 &&
-                   t->type != ML_GGML_Q8_0 && t->type != ML_GGML_Q4_0) {
-            s = ml_errf(err, ML_E_FORMAT, "%s: tensor %s has type %s; the C converter takes F32, F16, BF16, Q8_0, Q4_0%s",
-                        c->path, name, ml_gguf_type_name(t->type, tn, sizeof tn), CONVERT_HINT);
+        } else if (!type_taken(t->type)) {
+            /* tools/convert.py takes the same types: no hint to it here */
+            s = ml_errf(err, ML_E_FORMAT, "%s: tensor %s has type %s; supported: F32, F16, BF16, Q8_0, Q4_0, "
+                        "Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K", c->path, name, ml_gguf_type_name(t->type, tn, sizeof tn));
         } else {
             used[t - g->t] = 1;
         }
@@ -656,7 +658,116 @@ static float half_to_float(uint16_t x) {
 
 static uint16_t rd16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
 
-/* Row r of tensor t as float32 (the gguf package's dequantization). */
+/* One block of a quantized GGUF type as float32, value for value the gguf
+ * package's dequantization (tools/gguf_in.py): each product and sum in
+ * float32, in its order: d * q, d * q + m, and for the K-quants (d * sc) * q
+ * - dmin * m per sub-block of 32 (Q6_K: (d * sc) * q per 16). */
+typedef void (*deq_fn)(const unsigned char *b, float *o);
+
+static void deq_q8_0(const unsigned char *b, float *o) {
+    const float d = half_to_float(rd16(b));
+    for (int j = 0; j < 32; j++) o[j] = d * (float)(int8_t)b[2 + j];
+}
+
+/* Q4_0, Q4_1: byte j of qs holds element j (low nibble) and 16 + j (high). */
+static int q4_quant(const unsigned char *qs, int e) { return e < 16 ? qs[e] & 15 : qs[e - 16] >> 4; }
+
+static void deq_q4_0(const unsigned char *b, float *o) {
+    const float d = half_to_float(rd16(b));
+    for (int e = 0; e < 32; e++) o[e] = d * (float)(q4_quant(b + 2, e) - 8);
+}
+
+static void deq_q4_1(const unsigned char *b, float *o) {
+    const float d = half_to_float(rd16(b)), m = half_to_float(rd16(b + 2));
+    for (int e = 0; e < 32; e++) o[e] = d * (float)q4_quant(b + 4, e) + m;
+}
+
+/* Q5_0, Q5_1: as Q4_x, and bit e of the little-endian word qh is element
+ * e's fifth bit. */
+static int q5_quant(const unsigned char *qh, const unsigned char *qs, int e) {
+    return q4_quant(qs, e) | ((qh[e / 8] >> (e % 8)) & 1) << 4;
+}
+
+static void deq_q5_0(const unsigned char *b, float *o) {
+    const float d = half_to_float(rd16(b));
+    for (int e = 0; e < 32; e++) o[e] = d * (float)(q5_quant(b + 2, b + 6, e) - 16);
+}
+
+static void deq_q5_1(const unsigned char *b, float *o) {
+    const float d = half_to_float(rd16(b)), m = half_to_float(rd16(b + 2));
+    for (int e = 0; e < 32; e++) o[e] = d * (float)q5_quant(b + 4, b + 8, e) + m;
+}
+
+/* Q4_K, Q5_K: the 6-bit scale and min of sub-block j (0..7) in 12 bytes:
+ * j < 4 the low 6 bits of bytes j and 4 + j; j >= 4 the nibbles of byte
+ * 4 + j with the top 2 bits of bytes j - 4 and j above them. */
+static void k_sub_scales(const unsigned char *b, float *ds, float *dm) {
+    const float d = half_to_float(rd16(b)), dmin = half_to_float(rd16(b + 2));
+    const unsigned char *s = b + 4;
+    for (int j = 0; j < 8; j++) {
+        int sc = j < 4 ? s[j] & 63 : (s[j + 4] & 15) | (s[j - 4] >> 6) << 4;
+        int m = j < 4 ? s[j + 4] & 63 : (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+        ds[j] = d * (float)sc;
+        dm[j] = dmin * (float)m;
+    }
+}
+
+/* Q4_K: byte i of the 32 at qs + 32c holds element i of sub-block 2c (low
+ * nibble) and of 2c + 1 (high). */
+static void deq_q4_k(const unsigned char *b, float *o) {
+    float ds[8], dm[8];
+    k_sub_scales(b, ds, dm);
+    for (int j = 0; j < 8; j++)
+        for (int i = 0; i < 32; i++)
+            o[32 * j + i] = ds[j] * (float)((b[16 + 32 * (j / 2) + i] >> 4 * (j % 2)) & 15) - dm[j];
+}
+
+/* Q5_K: Q4_K's nibbles (after 32 bytes qh), and bit j of qh[i] the fifth
+ * bit of sub-block j's element i. */
+static void deq_q5_k(const unsigned char *b, float *o) {
+    float ds[8], dm[8];
+    k_sub_scales(b, ds, dm);
+    for (int j = 0; j < 8; j++)
+        for (int i = 0; i < 32; i++) {
+            int q = ((b[48 + 32 * (j / 2) + i] >> 4 * (j % 2)) & 15) | ((b[16 + i] >> j) & 1) << 4;
+            o[32 * j + i] = ds[j] * (float)q - dm[j];
+        }
+}
+
+/* Q6_K: 128 bytes ql, 64 qh, 16 int8 scales (one per 16 elements), d. In
+ * each half h of 128 elements, element w takes the nibble w / 64 of byte
+ * ql[64h + w % 64] and the bit pair w / 32 of qh[32h + w % 32], minus 32. */
+static void deq_q6_k(const unsigned char *b, float *o) {
+    const float d = half_to_float(rd16(b + 208));
+    for (int e = 0; e < 256; e++) {
+        const int h = e / 128, w = e % 128;
+        int q = ((b[64 * h + w % 64] >> 4 * (w / 64)) & 15) | ((b[128 + 32 * h + w % 32] >> 2 * (w / 32)) & 3) << 4;
+        o[e] = d * (float)(int8_t)b[192 + e / 16] * (float)(q - 32);
+    }
+}
+
+/* The block types the converter takes: ggml type, elements and bytes a block. */
+static const struct {
+    uint32_t type, elems, bytes;
+    deq_fn f;
+} DEQ[] = {
+    {ML_GGML_Q8_0, 32, 34, deq_q8_0},   {ML_GGML_Q4_0, 32, 18, deq_q4_0},   {ML_GGML_Q4_1, 32, 20, deq_q4_1},
+    {ML_GGML_Q5_0, 32, 22, deq_q5_0},   {ML_GGML_Q5_1, 32, 24, deq_q5_1},   {ML_GGML_Q4_K, 256, 144, deq_q4_k},
+    {ML_GGML_Q5_K, 256, 176, deq_q5_k}, {ML_GGML_Q6_K, 256, 210, deq_q6_k},
+};
+
+static int deq_index(uint32_t type) {
+    for (int i = 0; i < (int)(sizeof DEQ / sizeof *DEQ); i++)
+        if (DEQ[i].type == type) return i;
+    return -1;
+}
+
+/* A tensor type the converter takes: a float type or one of DEQ. */
+static int type_taken(uint32_t type) {
+    return type == ML_GGML_F32 || type == ML_GGML_F16 || type == ML_GGML_BF16 || deq_index(type) >= 0;
+}
+
+/* Row r (cols wide) of tensor t as float32. */
 static void row_floats(const ml_gguf_tensor *t, uint64_t r, uint32_t cols, float *out) {
     switch (t->type) {
     case ML_GGML_F32: memcpy(out, t->data + r * cols * 4, (size_t)cols * 4); break; /* little-endian hosts */
@@ -669,22 +780,11 @@ static void row_floats(const ml_gguf_tensor *t, uint64_t r, uint32_t cols, float
             memcpy(&out[j], &b, 4);
         }
         break;
-    case ML_GGML_Q8_0:
-        for (uint32_t b = 0; b < cols / ML_QK; b++) {
-            const unsigned char *blk = t->data + (r * cols / ML_QK + b) * 34;
-            float d = half_to_float(rd16(blk));
-            for (int j = 0; j < ML_QK; j++) out[b * ML_QK + j] = d * (float)(int8_t)blk[2 + j];
-        }
-        break;
-    default: /* Q4_0 (check_tensors admits nothing else) */
-        for (uint32_t b = 0; b < cols / ML_QK; b++) {
-            const unsigned char *blk = t->data + (r * cols / ML_QK + b) * 18;
-            float d = half_to_float(rd16(blk));
-            for (int j = 0; j < 16; j++) {
-                out[b * ML_QK + j] = d * (float)((blk[2 + j] & 15) - 8);
-                out[b * ML_QK + 16 + j] = d * (float)((blk[2 + j] >> 4) - 8);
-            }
-        }
+    default: { /* a block type (check_tensors admits DEQ's only) */
+        const int k = deq_index(t->type);
+        const uint32_t nb = cols / DEQ[k].elems;
+        for (uint32_t b = 0; b < nb; b++) DEQ[k].f(t->data + (r * nb + b) * DEQ[k].bytes, out + b * DEQ[k].elems);
+    }
     }
 }
 

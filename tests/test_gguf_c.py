@@ -5,8 +5,9 @@ takes, the cache is reused while the GGUF is unchanged and redone when it
 changes, and what it does not take is refused naming it and tools/convert.py.
 
 GGUF files as tests/test_gguf.py writes them (the `gguf` package): stories260K
-(hidden_dim 172: the FFN padding) in F32, F16, BF16, Q8_0, Q4_0; a random
-1-layer model with GQA, an unshared classifier and a chat template; the tiny
+(hidden_dim 172: the FFN padding) in F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0,
+Q5_1; a random 1-layer model with GQA, an unshared classifier and a chat
+template; the K-quant mix of test_gguf.kquant_model (Q4_K, Q5_K, Q6_K); the tiny
 Qwen2 and Qwen3 models of tools/gguf_random.py (Q8_0, F32); byte-level BPE
 vocabularies under each pre-tokenizer (the tokenizer file of tools/tokfile.py).
 Run from the repo root. env: MODELS (stories260K groups skip loudly without
@@ -55,7 +56,7 @@ def same_as_python(g, label, path, cache, tmp):
 def stories(rep, tmp, cache):
     cfg, w = tg.ref_forward.load_legacy(os.path.join(tg.S260, "stories260K.bin"))
     meta = tg.llama_meta(dict(cfg, max_seq=cfg["seq_len"]), tg.tok512_vocab())
-    for qt in ("F32", "F16", "BF16", "Q8_0", "Q4_0"):
+    for qt in ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"):
         with rep.group(f"stories260K {qt} GGUF: the C conversion == convert.py, byte for byte") as g:
             path = os.path.join(tmp, f"s260_{qt}.gguf")
             tg.write_gguf(path, meta, tg.llama_tensors(w, qt))
@@ -94,7 +95,7 @@ def small(rep, tmp, cache):
             tt = {k: tg.encode(v, qt) for k, v in t.items()}
             tg.write_gguf(path, meta, tt)
             same_as_python(g, qt, path, cache, tmp)
-    with rep.group("a changed GGUF is converted again; refusals name what and point to tools/convert.py") as g:
+    with rep.group("a changed GGUF is converted again; refusals name what (and point to tools/convert.py where it converts it)") as g:
         path = os.path.join(tmp, "small_Q8_0.gguf")
         st = os.stat(path)
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
@@ -106,11 +107,14 @@ def small(rep, tmp, cache):
         tg.write_gguf(p, bad, t)
         rc, _, se = ml_run(p, cache)
         g.check(rc == 1 and "'gemma'" in se and "tools/convert.py" in se, f"architecture: exit {rc}, {se[-300:]}")
-        kq = os.path.join(tmp, "kq.gguf")
+        q3 = os.path.join(tmp, "q3k.gguf")
         kc, kmeta, kt = tg.kquant_model(np.random.RandomState(7))
-        tg.write_gguf(kq, kmeta, kt)
-        rc, _, se = ml_run(kq, cache)
-        g.check(rc == 1 and "Q4_K" in se and "tools/convert.py" in se, f"K-quants: exit {rc}, {se[-300:]}")
+        kt["blk.1.attn_output.weight"] = tg.random_blocks(np.random.RandomState(8), 256, 256, tg.GT.Q3_K)
+        tg.write_gguf(q3, kmeta, kt)
+        rc, _, se = ml_run(q3, cache)
+        g.check(rc == 1 and "blk.1.attn_output.weight has type Q3_K; supported: " in se, f"Q3_K: exit {rc}, {se[-300:]}")
+        rc, _, se = tg.run(tg.CONVERT, q3, os.path.join(tmp, "q3k.mlb"))
+        g.check(rc != 0 and "type Q3_K" in se, f"Q3_K, convert.py: exit {rc}: {se[-300:]}")
         data = open(path, "rb").read()
         for cut in (3, 20, 200, len(data) // 2, len(data) - 40):
             p = os.path.join(tmp, f"cut{cut}.gguf")
@@ -119,6 +123,31 @@ def small(rep, tmp, cache):
             g.check(rc == 1 and "ML_E_FORMAT" in se, f"truncated at {cut}: exit {rc}, {se[-300:]}")
         g.check(not glob.glob(os.path.join(cache, "*.tmp*")) and not glob.glob(os.path.join(cache, ".*")),
                 f"temporaries left: {os.listdir(cache)}")
+
+
+def kquants(rep, tmp, cache):
+    """A Q4_K_M-like mix converts as convert.py converts it (dequantized by
+    the package's rule, re-quantized to Q8_0); a NaN super-block scale is
+    refused by both, naming the tensor."""
+    c, meta, t = tg.kquant_model(np.random.RandomState(7))
+    with rep.group("K-quant mix (Q4_K, Q5_K, Q6_K) GGUF: the C conversion == convert.py, byte for byte") as g:
+        path = os.path.join(tmp, "kq.gguf")
+        tg.write_gguf(path, meta, t)
+        same_as_python(g, "K-quant mix", path, cache, tmp)
+    for qt, at in ((tg.GT.Q4_K, 0), (tg.GT.Q5_K, 2), (tg.GT.Q6_K, 208)):
+        with rep.group(f"{qt.name} block with a NaN scale: refused by both converters, naming the tensor") as g:
+            b, _ = tg.random_blocks(np.random.RandomState(9), 256, 256, qt)
+            b = b.copy()
+            b[5, at:at + 2] = np.array([0x7E00], np.uint16).view(np.uint8)  # row 5's first block: a NaN
+            bad = dict(t)
+            bad["blk.0.attn_q.weight"] = (b, qt)
+            path = os.path.join(tmp, f"nan_{qt.name}.gguf")
+            tg.write_gguf(path, meta, bad)
+            rc, _, se = ml_run(path, cache)
+            g.check(rc == 1 and "blk.0.attn_q.weight contains NaN or Inf (row 5" in se, f"C: exit {rc}, {se[-300:]}")
+            g.check(not glob.glob(os.path.join(cache, "nan_*")), f"a refused file was cached: {os.listdir(cache)}")
+            rc, _, se = tg.run(tg.CONVERT, path, os.path.join(tmp, "nan.mlb"))
+            g.check(rc != 0 and "NaN" in se, f"convert.py: exit {rc}: {se[-300:]}")
 
 
 def families(rep, tmp, cache):
@@ -231,8 +260,9 @@ def run_all(rep, tmp):
     if os.path.exists(os.path.join(tg.S260, "stories260K.bin")):
         stories(rep, tmp, cache)
     else:
-        rep.skip("stories260K GGUFs", f"{tg.S260} is absent", 7)
+        rep.skip("stories260K GGUFs", f"{tg.S260} is absent", 10)
     small(rep, tmp, cache)
+    kquants(rep, tmp, cache)
     families(rep, tmp, cache)
     bpe(rep, tmp, cache)
 
