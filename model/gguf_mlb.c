@@ -35,8 +35,6 @@
 /* Bumped when this converter's output changes: cached files of an older one are not reused. */
 #define CONVERTER_VERSION "gguf_mlb 2"
 
-static const char *const CONVERT_HINT = "; tools/convert.py converts it (python3 tools/convert.py X.gguf X.mlb)";
-
 /* ======================================================== metadata -> header */
 
 typedef struct {
@@ -83,8 +81,8 @@ static ml_status read_config(conv *c, ml_err *err) {
     for (int i = 0; i < 3; i++)
         if (ml_gguf_str_is(arch, archs[i])) ai = i;
     if (ai < 0)
-        return ml_errf(err, ML_E_FORMAT, "%s: architecture '%.*s' is not supported by the C converter (only 'llama', "
-                       "'qwen2', 'qwen3')%s", c->path, (int)(arch.len > 64 ? 64 : arch.len), arch.s, CONVERT_HINT);
+        return ml_errf(err, ML_E_FORMAT, "%s: architecture '%.*s' is not supported (only 'llama', "
+                       "'qwen2', 'qwen3')", c->path, (int)(arch.len > 64 ? 64 : arch.len), arch.s);
     snprintf(c->arch, sizeof c->arch, "%s", archs[ai]);
     c->neox = ai > 0;
     static const struct { const char *key, *name; uint32_t lo, hi; } ints[] = {
@@ -229,6 +227,47 @@ static uint32_t native_wtype(const ml_gguf *g, uint32_t *stype) {
 }
 
 static int type_taken(uint32_t type); /* below, with the dequantizers */
+static void row_floats(const ml_gguf_tensor *t, uint64_t r, uint32_t cols, float *out);
+
+/* Llama 3's rope scaling (gguf_in.py _llama3): rope_freqs.weight holds a
+ * divisor per frequency, as llama.cpp's converter computes them from the
+ * Hugging Face config. The header keeps the parameters: the factor is the
+ * largest divisor, the rest Llama 3's own, and every divisor must be the
+ * one they give (gguf_in.py llama3_factors, to a relative 1e-5). */
+#define LLAMA3_LOW 1.0
+#define LLAMA3_HIGH 4.0
+#define LLAMA3_ORIG 8192u
+static ml_status llama3_scaling(conv *c, const ml_gguf_tensor *t, ml_err *err) {
+    const uint32_t hd = c->h.head_dim ? c->h.head_dim : c->h.dim / c->h.n_heads;
+    if (strcmp(c->arch, "llama") || t->n != hd / 2 || (t->type != ML_GGML_F32 && t->type != ML_GGML_F16))
+        return ml_errf(err, ML_E_FORMAT, "%s: rope_freqs.weight of %llu entries for architecture '%s' (expected "
+                       "Llama 3's, %u, F32 or F16)", c->path, (unsigned long long)t->n, c->arch, hd / 2);
+    float got, factor = -INFINITY; /* entry i: row i of one column */
+    for (uint32_t i = 0; i < hd / 2; i++) {
+        row_floats(t, i, 1, &got);
+        factor = got > factor || got != got ? got : factor; /* numpy's max: NaN wins */
+    }
+    int ok = isfinite(factor) && factor > 1.0f;
+    for (uint32_t i = 0; ok && i < hd / 2; i++) {
+        row_floats(t, i, 1, &got);
+        const double wavelen = 2.0 * 3.14159265358979323846 * pow(c->h.rope_theta, 2.0 * i / hd);
+        const double smooth = (LLAMA3_ORIG / wavelen - LLAMA3_LOW) / (LLAMA3_HIGH - LLAMA3_LOW);
+        const float want = wavelen < LLAMA3_ORIG / LLAMA3_HIGH  ? 1.0f
+                           : wavelen > LLAMA3_ORIG / LLAMA3_LOW ? factor
+                                                                : (float)(1.0 / ((1.0 - smooth) / factor + smooth));
+        ok = fabsf(got - want) <= 1e-5f * fabsf(want);
+    }
+    if (!ok)
+        return ml_errf(err, ML_E_FORMAT, "%s: rope_freqs: RoPE scaling factors that are not Llama 3's (factor %g, "
+                       "low/high frequency factors %g/%g, original context %u): another rope type", c->path,
+                       (double)factor, LLAMA3_LOW, LLAMA3_HIGH, LLAMA3_ORIG);
+    c->h.rope_scaling = ML_MLB_ROPE_LLAMA3;
+    c->h.rope_factor = factor;
+    c->h.rope_low_freq_factor = (float)LLAMA3_LOW;
+    c->h.rope_high_freq_factor = (float)LLAMA3_HIGH;
+    c->h.rope_orig_max_seq = LLAMA3_ORIG;
+    return ML_OK;
+}
 
 /* gguf_in.py _check_tensors: every planned tensor present with its shape and
  * a type we take, nothing left over. used: (n_tensors) marks. */
@@ -245,9 +284,6 @@ static ml_status check_tensors(conv *c, ml_err *err) {
                        (unsigned long long)vocab);
     c->h.vocab = (uint32_t)vocab;
     c->h.shared_classifier = ml_gguf_tensor_find(g, "output.weight") == NULL;
-    if (ml_gguf_tensor_find(g, "rope_freqs.weight"))
-        return ml_errf(err, ML_E_FORMAT, "%s: rope_freqs.weight (Llama 3 rope scaling) is not supported by the C "
-                       "converter%s", c->path, CONVERT_HINT);
     c->h.wtype = native_wtype(g, &c->h.stype);
     unsigned char *used = calloc(g->n_tensors ? (size_t)g->n_tensors : 1, 1);
     if (!used) return ml_errf(err, ML_E_NOMEM, "out of memory");
@@ -276,12 +312,16 @@ static ml_status check_tensors(conv *c, ml_err *err) {
             s = ml_errf(err, ML_E_FORMAT, "%s: norm %s has type %s, expected F32", c->path, name,
                         ml_gguf_type_name(t->type, tn, sizeof tn));
         } else if (!type_taken(t->type)) {
-            /* tools/convert.py takes the same types: no hint to it here */
             s = ml_errf(err, ML_E_FORMAT, "%s: tensor %s has type %s; supported: F32, F16, BF16, Q8_0, Q4_0, "
                         "Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K", c->path, name, ml_gguf_type_name(t->type, tn, sizeof tn));
         } else {
             used[t - g->t] = 1;
         }
+    }
+    const ml_gguf_tensor *freqs = ml_gguf_tensor_find(g, "rope_freqs.weight");
+    if (s == ML_OK && freqs) {
+        s = llama3_scaling(c, freqs, err);
+        used[freqs - g->t] = 1;
     }
     for (uint64_t i = 0; s == ML_OK && i < g->n_tensors; i++)
         if (!used[i])

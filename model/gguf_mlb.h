@@ -6,15 +6,17 @@
  *   tools/gguf_in.py does; a SentencePiece vocabulary (tokenizer.ggml.model
  *   "llama", embedded as llama2.c's tokenizer.bin) or a byte-level BPE one
  *   ("gpt2", embedded as the tokenizer file of model/bpe.h, tools/tokfile.py's
- *   bytes; pre-tokenizers gpt-2, llama-bpe, qwen2, smollm); no rope_freqs (Llama 3
- *   scaling); hidden_dim zero-padded to a multiple of 32 as convert.py does;
- *   tensor types Q8_0 and Q4_0 (copied block for block when they are the
- *   output's type, the fp16 scale bits kept) and F32, F16, BF16 (quantized
- *   with the Python converter's rounding). The output is Q4_0 when the file
- *   has Q4_0 matrices and no Q8_0 ones, else Q8_0; its block scales are fp16
- *   (stype 1) when it has either, as convert.py's --scales auto, and every
- *   quantized block's scale is then rounded to fp16 first; else fp32.
- * Anything else is ML_E_FORMAT naming it and pointing to tools/convert.py.
+ *   bytes; pre-tokenizers gpt-2, llama-bpe, qwen2, smollm); Llama 3's rope
+ *   scaling (rope_freqs.weight checked against its parameters, which the
+ *   header keeps); hidden_dim zero-padded to a multiple of 32 as convert.py
+ *   does; tensor types Q8_0 and Q4_0 (copied block for block when they are
+ *   the output's type, the fp16 scale bits kept), and F32, F16, BF16, Q4_1,
+ *   Q5_0, Q5_1, Q4_K, Q5_K, Q6_K (dequantized as the gguf package does, then
+ *   quantized with the Python converter's rounding). The output is Q4_0 when
+ *   the file has Q4_0 matrices and no Q8_0 ones, else Q8_0; its block scales
+ *   are fp16 (stype 1) when it has either, as convert.py's --scales auto, and
+ *   every quantized block's scale is then rounded to fp16 first; else fp32.
+ * Anything else is ML_E_FORMAT naming it (tools/convert.py refuses it too).
  * The GGUF is only read; the .mlb is written atomically (core/outfile.h). */
 #ifndef ML_GGUF_MLB_H
 #define ML_GGUF_MLB_H

@@ -95,7 +95,7 @@ def small(rep, tmp, cache):
             tt = {k: tg.encode(v, qt) for k, v in t.items()}
             tg.write_gguf(path, meta, tt)
             same_as_python(g, qt, path, cache, tmp)
-    with rep.group("a changed GGUF is converted again; refusals name what (and point to tools/convert.py where it converts it)") as g:
+    with rep.group("a changed GGUF is converted again; refusals name what they refuse") as g:
         path = os.path.join(tmp, "small_Q8_0.gguf")
         st = os.stat(path)
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
@@ -106,7 +106,7 @@ def small(rep, tmp, cache):
         p = os.path.join(tmp, "arch.gguf")
         tg.write_gguf(p, bad, t)
         rc, _, se = ml_run(p, cache)
-        g.check(rc == 1 and "'gemma'" in se and "tools/convert.py" in se, f"architecture: exit {rc}, {se[-300:]}")
+        g.check(rc == 1 and "architecture 'gemma' is not supported" in se, f"architecture: exit {rc}, {se[-300:]}")
         q3 = os.path.join(tmp, "q3k.gguf")
         kc, kmeta, kt = tg.kquant_model(np.random.RandomState(7))
         kt["blk.1.attn_output.weight"] = tg.random_blocks(np.random.RandomState(8), 256, 256, tg.GT.Q3_K)
@@ -152,23 +152,33 @@ def kquants(rep, tmp, cache):
 
 def families(rep, tmp, cache):
     """Qwen2 (q/k/v biases) and Qwen3 (q/k norms, head_dim 32 with dim 64):
-    tools/gguf_random.py's tiny models, Q8_0 and F32; Llama 3's rope_freqs
-    is refused, pointing to convert.py."""
+    tools/gguf_random.py's tiny models, Q8_0 and F32, and its Llama 3 (rope
+    scaling: rope_freqs.weight); rope_freqs that are not Llama 3's are
+    refused by both converters."""
     gen = os.path.join(tg.ROOT, "tools", "gguf_random.py")
     for fam in ("qwen2", "qwen3", "llama3"):
         for qt in ("q8_0", "f32"):
-            with rep.group(f"{fam} {qt.upper()} GGUF (gguf_random.py): " +
-                           ("refused naming rope_freqs" if fam == "llama3" else
-                            "the C conversion == convert.py (the q/k permutation)")) as g:
+            with rep.group(f"{fam} {qt.upper()} GGUF (gguf_random.py): the C conversion == convert.py " +
+                           ("(Llama 3 rope scaling)" if fam == "llama3" else "(the q/k permutation)")) as g:
                 path = os.path.join(tmp, f"{fam}_{qt}.gguf")
                 rc, _, se = tg.run(gen, "--qtype", qt, "--seed", "7", fam, path)
-                if not g.check(rc == 0, f"gguf_random.py: {se[-300:]}"):
-                    continue
-                if fam != "llama3":
+                if g.check(rc == 0, f"gguf_random.py: {se[-300:]}"):
                     same_as_python(g, f"{fam} {qt}", path, cache, tmp)
-                    continue
-                rc, _, se = ml_run(path, cache)
-                g.check(rc == 1 and "rope_freqs" in se and "tools/convert.py" in se, f"exit {rc}: {se[-300:]}")
+    with rep.group("rope_freqs.weight off Llama 3's by 1e-4 (one entry) or with a NaN: refused by both") as g:
+        data = bytearray(open(os.path.join(tmp, "llama3_f32.gguf"), "rb").read())
+        t = next(x for x in tg.gguf.GGUFReader(os.path.join(tmp, "llama3_f32.gguf")).tensors
+                 if x.name == "rope_freqs.weight")
+        freqs = np.array(t.data, np.float32)
+        for label, i, v in (("off", len(freqs) - 1, freqs[-1] * np.float32(1 + 1e-4)), ("NaN", 0, np.nan)):
+            bad = bytearray(data)
+            at = int(t.data_offset) + 4 * i
+            bad[at:at + 4] = np.float32(v).tobytes()
+            path = os.path.join(tmp, f"llama3_bad_{label}.gguf")
+            open(path, "wb").write(bad)
+            rc, _, se = ml_run(path, cache)
+            g.check(rc == 1 and "RoPE scaling factors that are not Llama 3's" in se, f"{label}, C: exit {rc}: {se[-300:]}")
+            rc, _, se = tg.run(tg.CONVERT, path, os.path.join(tmp, "llama3_bad.mlb"))
+            g.check(rc != 0 and "not Llama 3's" in se, f"{label}, convert.py: exit {rc}: {se[-300:]}")
 
 
 def bpe_vocab(n=300):
