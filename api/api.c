@@ -10,6 +10,7 @@
 #include "core/quant.h"
 #include "core/threads.h"
 #include "model/generate.h"
+#include "model/gguf_mlb.h"
 #include "model/mlb.h" /* ML_MLB_ROPE_LLAMA3 */
 #include "model/sampler.h"
 
@@ -61,6 +62,17 @@ lml_status ml_api_open(lml_model **out, const char *path, const void *data, size
     if (o->batch < 0) return ml_api_fail(err, ML_E_ARG, "batch: expected 0 (default) or a positive token count");
     if (o->load == LML_LOAD_TAKE && path)
         return ml_api_fail(err, ML_E_ARG, "load: LML_LOAD_TAKE is for lml_model_open_memory, not a file");
+    /* A GGUF file: its .mlb in the cache, converted the first time (the
+     * programs say so on stderr first, app/cli.c ml_cli_model_path). */
+    char cached[4096];
+    if (path && ml_gguf_is_file(path)) {
+        ml_err ge = {{0}};
+        int fresh = 0;
+        ml_status gs = ml_gguf_cache_path(path, cached, sizeof cached, &fresh, &ge);
+        if (!gs && !fresh) gs = ml_gguf_convert(path, cached, &ge);
+        if (gs) return ml_api_error(err, &ge, gs);
+        path = cached;
+    }
     lml_model *h = calloc(1, sizeof *h);
     if (!h) return ml_api_fail(err, ML_E_NOMEM, "out of memory for the model handle");
     ml_open_opts oo = {.use_mmap = o->load == LML_LOAD_MMAP ? 1 : o->load == LML_LOAD_READ ? 0

@@ -738,7 +738,10 @@ static int start(server *sv) {
     /* The tokenizer apart, so that its failure is told as such. */
     lml_model_options mo = {.no_tokenizer = 1, .threads = (int)o->threads, .context = (int)o->context,
                             .batch = (int)o->batch, .load = LML_LOAD_AUTO};
-    if ((s = lml_model_open(&sv->m, o->model, &mo, &err))) {
+    char gguf_mlb[4096]; /* -m X.gguf: its cached .mlb (the API's id stays X.gguf's name) */
+    const char *path = ml_cli_model_path("ml_server", o->model, gguf_mlb, sizeof gguf_mlb);
+    if (!path) return ML_EXIT_FAIL;
+    if ((s = lml_model_open(&sv->m, path, &mo, &err))) {
         fprintf(stderr, "ml_server: loading the model failed (%s): %s\n", ml_cli_status_name(s), err.message);
         return ML_EXIT_FAIL;
     }

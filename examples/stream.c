@@ -2,9 +2,11 @@
  * include/legacy_ml.h. Its output is ml_run's for the same arguments
  * (ml_run -m MODEL -z TOKENIZER -i PROMPT -n STEPS -s SEED).
  *   cc stream.c $(pkg-config --cflags --libs legacy-ml) -o stream
- *   ./stream model.mlb tokenizer.bin "Once upon a time" 64 42 */
+ *   ./stream model.mlb tokenizer.bin "Once upon a time" 64 42
+ *   ./stream model.gguf - "Once upon a time"   (-: the model's own tokenizer) */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <legacy_ml.h>
 
@@ -22,12 +24,12 @@ static int print_piece(void *ud, int token, const char *piece, size_t len) {
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: %s model.mlb tokenizer.bin prompt [steps [seed]]\n", argv[0]);
+        fprintf(stderr, "usage: %s model.mlb|model.gguf tokenizer.bin|- prompt [steps [seed]]\n", argv[0]);
         return 2;
     }
     lml_error err;
     lml_model *m;
-    lml_model_options opts = {.tokenizer = argv[2]};
+    lml_model_options opts = {.tokenizer = strcmp(argv[2], "-") ? argv[2] : NULL};
     if (lml_model_open(&m, argv[1], &opts, &err)) {
         fprintf(stderr, "stream: %s\n", err.message);
         return 1;

@@ -102,7 +102,10 @@ typedef struct {
 enum { LML_LOAD_AUTO = 0, LML_LOAD_MMAP = 1, LML_LOAD_READ = 2, LML_LOAD_TAKE = 3 };
 
 /* Open a .mlb model (tools/convert.py) at path; opts may be NULL. *out is
- * NULL on failure. */
+ * NULL on failure. A GGUF file is converted once into a cached .mlb (the
+ * cache folder: $ML_CACHE_DIR, else $XDG_CACHE_HOME/legacy-ml, else
+ * ~/.cache/legacy-ml) and that file is opened; the first open of a large
+ * GGUF takes the conversion's time. */
 LML_API lml_status lml_model_open(lml_model **out, const char *path, const lml_model_options *opts,
                                   lml_error *err);
 /* The same from a .mlb image in memory: data must be 64-byte aligned and stay

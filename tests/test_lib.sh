@@ -66,6 +66,18 @@ for args in "Once upon a time|64|42" "Lily|0|7"; do
         bad "example: stream '$prompt' -n $steps -s $seed differs from ml_run: '$got' vs '$want' $(cat "$tmp/err")"
     fi
 done
+# A GGUF path: lml_model_open converts it once into the cache (ML_CACHE_DIR)
+# and runs it with its own tokenizer, as ml_run -m does (the K-quant mix the
+# GGUF fuzzer starts from: Q4_1, Q5_0, Q5_1, F16 and Q4_K tensors).
+gguf=fuzz/corpus/gguf/llama_kquant_mix.gguf
+want=$(ML_CACHE_DIR=$tmp/cache_run $RUNNER "$BUILD/ml_run" -m "$gguf" -i "a" -n 12 -s 3 2>/dev/null)
+got=$(ML_CACHE_DIR=$tmp/cache_lib LD_LIBRARY_PATH=$prefix/lib $RUNNER "$tmp/app/stream" "$gguf" - "a" 12 3 2>"$tmp/err")
+if [ -n "$want" ] && [ "$got" = "$want" ] && [ "$(ls "$tmp/cache_lib")" = "$(ls "$tmp/cache_run")" ] &&
+    cmp -s "$tmp/cache_lib"/*.mlb "$tmp/cache_run"/*.mlb; then
+    ok "example: stream $gguf (a GGUF, its own tokenizer) prints ml_run's text; the library cached the same .mlb"
+else
+    bad "example: stream $gguf: '$got' vs '$want' $(cat "$tmp/err"); caches: $(ls "$tmp/cache_lib" "$tmp/cache_run" 2>&1 | tr '\n' ' ')"
+fi
 
 # ---- the library's own guard: an sse41 libml.so under a CPU without SSE4.1 --
 # (qemu-x86_64 -cpu qemu64) refuses the model with the missing features named.

@@ -6,7 +6,7 @@ error and the server keeps serving), clients that stall (half a request, a
 stream they stop reading or read too slowly: another client waits at most
 --timeout more than the reply's own generation time, and the slot is freed)
 or leave mid-stream (close, reset), the API key and the queue limit, a bounded load test (200 requests from 8
-clients at once: none lost, none failed, RSS flat) and a clean SIGTERM.
+clients at once: none lost, none failed, RSS flat), a clean SIGTERM, and a GGUF file as the model.
 Greedy text equals ml_run's for the same prompt, byte for byte.
 env: BUILD (folder with ml_server and ml_run)."""
 import json
@@ -375,6 +375,36 @@ def test_key_and_queue():
         p.wait(5)
 
 
+def test_gguf():
+    """-m X.gguf: converted once into the cache (said on stderr), served
+    under X.gguf's name; the second start reuses the cached file. The GGUF is
+    the fuzzer's K-quant seed (Q4_1, Q5_0, Q5_1, F16, Q4_K tensors)."""
+    import tempfile
+    gguf = os.path.join(ROOT, "fuzz", "corpus", "gguf", "llama_kquant_mix.gguf")
+    with tempfile.TemporaryDirectory() as cache:
+        for run in ("first", "second"):
+            p = subprocess.Popen([os.path.join(BUILD, "ml_server"), "-m", gguf, "--port", "0"], text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, ML_CACHE_DIR=cache))
+            line = p.stdout.readline()
+            port = int(line.split("127.0.0.1:")[1].split(",")[0]) if "127.0.0.1:" in line else 0
+            try:
+                st, body = raw(port, b"GET /v1/models HTTP/1.1\r\nConnection: close\r\n\r\n") if port else (0, "")
+                models = json.loads(body)["data"] if st == 200 else []
+                body = json.dumps({"prompt": "a", "max_tokens": 4, "temperature": 0}).encode()
+                st2, reply = raw(port, b"POST /v1/completions HTTP/1.1\r\nConnection: close\r\nContent-Length: %d"
+                                 b"\r\n\r\n%s" % (len(body), body)) if port else (0, "")
+                usage = json.loads(reply).get("usage", {}) if st2 == 200 else {}
+            finally:
+                p.send_signal(2)
+                p.wait(10)
+            err = p.stderr.read()
+            report(port > 0 and [m["id"] for m in models] == ["llama_kquant_mix.gguf"] and
+                   usage.get("completion_tokens") == 4 and ("converting" in err) == (run == "first") and
+                   len(os.listdir(cache)) == 1,
+                   f"gguf: -m X.gguf, {run} start: served as X.gguf ({line.strip()[:80]}; models {models}; "
+                   f"completion {st2} {usage}; stderr {err.strip()[:160]})")
+
+
 def main():
     exe = os.path.join(BUILD, "ml_server")
     if not os.path.exists(exe):
@@ -408,6 +438,7 @@ def main():
     report("client left" in err, "stop: the server saw the client that left")
     test_key_and_queue()
     test_slow_clients()
+    test_gguf()
 
 
 if __name__ == "__main__":
