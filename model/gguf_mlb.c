@@ -213,17 +213,22 @@ static void gguf_name(char *buf, size_t cap, const ml_mlb_array *a) {
     else snprintf(buf, cap, "%s.weight", stem ? stem : a->t->name);
 }
 
-/* The output type: Q4_0 when the file has Q4_0 tensors and no Q8_0 ones.
- * The scale type (convert.py --scales auto): F16 when it has either, whose
- * blocks then copy bit for bit; F32 for a float-only file. */
+/* The output type (gguf_in.py native_wtype): Q4_0 when the file has 4-bit
+ * blocks (Q4_0, Q4_1, Q4_K: a Q4_0 or Q4_K_M file) and no Q8_0 ones, so a
+ * 4-bit download stays about its size; else Q8_0. The scale type
+ * (convert.py --scales auto): F16 when the file has blocks of the output's
+ * type, which then copy bit for bit; else F32. */
 static uint32_t native_wtype(const ml_gguf *g, uint32_t *stype) {
-    int q4 = 0, q8 = 0;
+    int q4 = 0, q4_0 = 0, q8 = 0;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
-        q4 |= g->t[i].type == ML_GGML_Q4_0;
-        q8 |= g->t[i].type == ML_GGML_Q8_0;
+        const uint32_t t = g->t[i].type;
+        q4 |= t == ML_GGML_Q4_0 || t == ML_GGML_Q4_1 || t == ML_GGML_Q4_K;
+        q4_0 |= t == ML_GGML_Q4_0;
+        q8 |= t == ML_GGML_Q8_0;
     }
-    *stype = q4 || q8 ? ML_MLB_STYPE_F16 : ML_MLB_STYPE_F32;
-    return q4 && !q8 ? ML_TYPE_Q4_0 : ML_TYPE_Q8_0;
+    const uint32_t wt = q4 && !q8 ? ML_TYPE_Q4_0 : ML_TYPE_Q8_0;
+    *stype = (wt == ML_TYPE_Q4_0 ? q4_0 : q8) ? ML_MLB_STYPE_F16 : ML_MLB_STYPE_F32;
+    return wt;
 }
 
 static int type_taken(uint32_t type); /* below, with the dequantizers */

@@ -130,10 +130,21 @@ def kquants(rep, tmp, cache):
     the package's rule, re-quantized to Q8_0); a NaN super-block scale is
     refused by both, naming the tensor."""
     c, meta, t = tg.kquant_model(np.random.RandomState(7))
-    with rep.group("K-quant mix (Q4_K, Q5_K, Q6_K) GGUF: the C conversion == convert.py, byte for byte") as g:
-        path = os.path.join(tmp, "kq.gguf")
-        tg.write_gguf(path, meta, t)
-        same_as_python(g, "K-quant mix", path, cache, tmp)
+
+    def five_bit(tt):  # the mix without its 4-bit tensors: Q5_K and Q6_K only (a Q5_K_M file)
+        for k, v in list(tt.items()):
+            if isinstance(v, tuple) and v[1] == tg.GT.Q4_K:
+                tt[k] = tg.random_blocks(np.random.RandomState(len(k)), v[0].shape[0], v[0].shape[1] // 144 * 256,
+                                         tg.GT.Q5_K)
+    _, meta5, t5 = tg.kquant_model(np.random.RandomState(7), five_bit)
+    for label, tensors, want in (("Q4_K, Q5_K, Q6_K", t, tg.Q4), ("Q5_K, Q6_K", t5, tg.Q8)):
+        with rep.group(f"K-quant mix ({label}) GGUF: the C conversion == convert.py, byte for byte; "
+                       f"{tg.mlb.WTYPE_NAMES[want]} with fp32 scales") as g:
+            path = os.path.join(tmp, f"kq{len(label)}.gguf")
+            tg.write_gguf(path, meta, tensors)
+            same_as_python(g, f"K-quant mix {label}", path, cache, tmp)
+            h = tg.Mlb(os.path.join(tmp, "py.mlb")).h
+            g.check(h["wtype"] == want and h.get("stype", 0) == tg.mlb.STYPE_F32, f"header {h}")
     for qt, at in ((tg.GT.Q4_K, 0), (tg.GT.Q5_K, 2), (tg.GT.Q6_K, 208)):
         with rep.group(f"{qt.name} block with a NaN scale: refused by both converters, naming the tensor") as g:
             b, _ = tg.random_blocks(np.random.RandomState(9), 256, 256, qt)

@@ -12,7 +12,8 @@ INPUT is one of
     its tokenizer is written too, as a llama2.c tokenizer.bin (--tokenizer;
     default OUTPUT with .mlb replaced by .tokenizer.bin); so is a Hugging
     Face folder's tokenizer.model (tools/sp_model.py).
-Matrices are quantized to Q8_0 (default) or Q4_0; norms stay F32. GGUF
+Matrices are quantized to Q8_0 (default) or Q4_0; norms stay F32. A GGUF
+file with 4-bit blocks (Q4_0, Q4_1, Q4_K) and no Q8_0 ones defaults to Q4_0. GGUF
 Q8_0/Q4_0 tensors of the output's type are copied block for block (with
 --scales f16, bit for bit: fp16 block scales as GGUF's, .mlb version 2;
 --scales f32 widens them exactly). The default, --scales auto, is f16 for a
@@ -649,8 +650,7 @@ def convert(inp, out, wtype_name, tok_out=None, asked_version=None, with_tokeniz
     if wtype_name is None:
         wtype_name = getattr(src, "native_wtype", None) or "q8_0"
         if wtype_name != "q8_0":
-            print(f"convert: note: no --wtype: {wtype_name}, the type of the input's blocks, "
-                  "so they convert losslessly")
+            print(f"convert: note: no --wtype: {wtype_name}, {src.native_note}")
     if isinstance(src, gguf_in.GGUFSource):
         src.keep_wtype = mlb.WTYPES[wtype_name]
     c = src.cfg
@@ -724,8 +724,8 @@ def main(argv=None):
                     "file (Llama, Qwen2, Qwen3)")
     ap.add_argument("output", help="output .mlb file")
     ap.add_argument("--wtype", type=str.lower, choices=sorted(mlb.WTYPES),
-                    help="weight type (default q8_0; for a GGUF file whose matrices are Q4_0 "
-                    "and none Q8_0, q4_0)")
+                    help="weight type (default q8_0; for a GGUF file with Q4_0, Q4_1 or Q4_K "
+                    "matrices and none Q8_0, q4_0)")
     ap.add_argument("--tokenizer", metavar="OUT.bin",
                     help="GGUF or Hugging Face input: where to write its tokenizer (default: "
                     "OUTPUT with .mlb replaced by .tokenizer.bin)")

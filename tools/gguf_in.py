@@ -158,8 +158,13 @@ class GGUFSource:
             counts[t.tensor_type.name] = counts.get(t.tensor_type.name, 0) + 1
         types = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
         self.what = f"GGUF v{version}, {self.arch}; tensors: {types}"
-        # The output keeps the file's own 4-bit blocks when it has no 8-bit ones.
-        self.native_wtype = "q4_0" if "Q4_0" in counts and "Q8_0" not in counts else None
+        # A 4-bit file (Q4_0, or Q4_K_M's Q4_K) stays 4-bit when it has no 8-bit
+        # blocks: about its own size (model/gguf_mlb.c native_wtype, the same rule).
+        four = sorted(k for k in ("Q4_0", "Q4_1", "Q4_K") if k in counts)
+        self.native_wtype = "q4_0" if four and "Q8_0" not in counts else None
+        self.native_note = ("the type of the input's blocks, so they convert losslessly" if "Q4_0" in counts else
+                            f"as the input's 4-bit {'/'.join(four)} blocks (re-quantized: --wtype q8_0 keeps "
+                            "more of their precision)")
         self.keep_wtype = None   # set by the converter: blocks of this type are copied
         # The .mlb wtypes of its Q8_0/Q4_0 tensors: an output of one of them
         # copies those blocks, and convert.py's --scales auto keeps their fp16 scales.
