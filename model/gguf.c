@@ -101,8 +101,7 @@ static int read_kv(cursor *c, ml_gguf_kv *kv, uint64_t i) {
 
 /* ---- tensor infos ---------------------------------------------------------- */
 
-/* Bytes per block and elements per block of the types sized here. */
-static int type_block(uint32_t t, uint64_t *bytes, uint64_t *elems) {
+int ml_gguf_type_block(uint32_t t, uint64_t *bytes, uint64_t *elems) {
     static const struct { uint32_t t; unsigned short bytes, elems; const char *name; } tab[] = {
         {ML_GGML_F32, 4, 1, "F32"},      {ML_GGML_F16, 2, 1, "F16"},      {ML_GGML_Q4_0, 18, 32, "Q4_0"},
         {ML_GGML_Q4_1, 20, 32, "Q4_1"},  {ML_GGML_Q5_0, 22, 32, "Q5_0"},  {ML_GGML_Q5_1, 24, 32, "Q5_1"},
@@ -121,7 +120,7 @@ static int type_block(uint32_t t, uint64_t *bytes, uint64_t *elems) {
 const char *ml_gguf_type_name(uint32_t type, char *buf, size_t cap) {
     static const char *const names[] = {"F32", "F16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0",
                                         "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "BF16"};
-    int k = type_block(type, NULL, NULL);
+    int k = ml_gguf_type_block(type, NULL, NULL);
     if (k) return names[k - 1];
     snprintf(buf, cap, "ggml type %u", type);
     return buf;
@@ -152,7 +151,7 @@ static int read_tensor(cursor *c, ml_gguf_tensor *t, uint64_t i) {
     if (!rd_u32(c, &t->type, what) || !rd_u64(c, &t->offset, what)) return 0;
     uint64_t bb, be;
     t->bytes = 0;
-    if (type_block(t->type, &bb, &be)) {
+    if (ml_gguf_type_block(t->type, &bb, &be)) {
         if (t->ne[0] % be) {
             ml_errf(c->err, ML_E_FORMAT, "GGUF: tensor %.*s: %llu columns, not a multiple of its type's block of %llu",
                     nl, t->name.s, (unsigned long long)t->ne[0], (unsigned long long)be);

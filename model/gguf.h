@@ -84,6 +84,10 @@ void ml_gguf_close(ml_gguf *g);
 /* 1 if the bytes start with the GGUF magic. */
 int ml_gguf_sniff(const void *head, size_t n);
 
+/* A type this reader sizes: its block's bytes and elements (either may be
+ * NULL: both or neither), and nonzero; 0 for any other type. */
+int ml_gguf_type_block(uint32_t type, uint64_t *bytes, uint64_t *elems);
+
 /* The ggml type's name ("Q4_K"), or "type N" in buf for one without a name here. */
 const char *ml_gguf_type_name(uint32_t type, char *buf, size_t cap);
 

@@ -791,14 +791,13 @@ static void deq_q6_k(const unsigned char *b, float *o) {
     }
 }
 
-/* The block types the converter takes: ggml type, elements and bytes a block. */
+/* The block types the converter takes (model/gguf.c sizes them). */
 static const struct {
-    uint32_t type, elems, bytes;
+    uint32_t type;
     deq_fn f;
 } DEQ[] = {
-    {ML_GGML_Q8_0, 32, 34, deq_q8_0},   {ML_GGML_Q4_0, 32, 18, deq_q4_0},   {ML_GGML_Q4_1, 32, 20, deq_q4_1},
-    {ML_GGML_Q5_0, 32, 22, deq_q5_0},   {ML_GGML_Q5_1, 32, 24, deq_q5_1},   {ML_GGML_Q4_K, 256, 144, deq_q4_k},
-    {ML_GGML_Q5_K, 256, 176, deq_q5_k}, {ML_GGML_Q6_K, 256, 210, deq_q6_k},
+    {ML_GGML_Q8_0, deq_q8_0}, {ML_GGML_Q4_0, deq_q4_0}, {ML_GGML_Q4_1, deq_q4_1}, {ML_GGML_Q5_0, deq_q5_0},
+    {ML_GGML_Q5_1, deq_q5_1}, {ML_GGML_Q4_K, deq_q4_k}, {ML_GGML_Q5_K, deq_q5_k}, {ML_GGML_Q6_K, deq_q6_k},
 };
 
 static int deq_index(uint32_t type) {
@@ -826,9 +825,11 @@ static void row_floats(const ml_gguf_tensor *t, uint64_t r, uint32_t cols, float
         }
         break;
     default: { /* a block type (check_tensors admits DEQ's only) */
-        const int k = deq_index(t->type);
-        const uint32_t nb = cols / DEQ[k].elems;
-        for (uint32_t b = 0; b < nb; b++) DEQ[k].f(t->data + (r * nb + b) * DEQ[k].bytes, out + b * DEQ[k].elems);
+        uint64_t bytes, elems;
+        ml_gguf_type_block(t->type, &bytes, &elems);
+        const deq_fn f = DEQ[deq_index(t->type)].f;
+        const uint64_t nb = cols / elems;
+        for (uint64_t b = 0; b < nb; b++) f(t->data + (r * nb + b) * bytes, out + b * elems);
     }
     }
 }
