@@ -1069,7 +1069,7 @@ ml_status ml_gguf_cache_dir(char *dir, size_t cap, ml_err *err) {
             *p = keep;
             struct stat st;
             if (rc != 0 && e != EEXIST && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) && keep == 0)
-                return ml_errf(err, ML_E_IO, "cache folder %s: %s", dir, strerror(e));
+                return ml_errf(err, ML_E_IO, "cache folder %s: %s (set ML_CACHE_DIR to a writable folder)", dir, strerror(e));
             if (!keep) break;
         }
     }
