@@ -213,16 +213,17 @@ static void gguf_name(char *buf, size_t cap, const ml_mlb_array *a) {
     else snprintf(buf, cap, "%s.weight", stem ? stem : a->t->name);
 }
 
-/* The output type (gguf_in.py native_wtype): Q4_0 when the file has 4-bit
- * blocks (Q4_0, Q4_1, Q4_K: a Q4_0 or Q4_K_M file) and no Q8_0 ones, so a
- * 4-bit download stays about its size; else Q8_0. The scale type
+/* The output type (gguf_in.py native_wtype): Q4_0 when the file has blocks
+ * of 4 bits or fewer (Q4_0, Q4_1, Q2_K, Q3_K, Q4_K: a Q4_0, Q4_K_M, Q3_K_M
+ * or Q2_K file) and no Q8_0 ones, so a small download stays small; else
+ * Q8_0. The scale type
  * (convert.py --scales auto): F16 when the file has blocks of the output's
  * type, which then copy bit for bit; else F32. */
 static uint32_t native_wtype(const ml_gguf *g, uint32_t *stype) {
     int q4 = 0, q4_0 = 0, q8 = 0;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const uint32_t t = g->t[i].type;
-        q4 |= t == ML_GGML_Q4_0 || t == ML_GGML_Q4_1 || t == ML_GGML_Q4_K;
+        q4 |= t == ML_GGML_Q4_0 || t == ML_GGML_Q4_1 || t == ML_GGML_Q2_K || t == ML_GGML_Q3_K || t == ML_GGML_Q4_K;
         q4_0 |= t == ML_GGML_Q4_0;
         q8 |= t == ML_GGML_Q8_0;
     }
@@ -318,7 +319,7 @@ static ml_status check_tensors(conv *c, ml_err *err) {
                         ml_gguf_type_name(t->type, tn, sizeof tn));
         } else if (!type_taken(t->type)) {
             s = ml_errf(err, ML_E_FORMAT, "%s: tensor %s has type %s; supported: F32, F16, BF16, Q8_0, Q4_0, "
-                        "Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K", c->path, name, ml_gguf_type_name(t->type, tn, sizeof tn));
+                        "Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K", c->path, name, ml_gguf_type_name(t->type, tn, sizeof tn));
         } else {
             used[t - g->t] = 1;
         }
@@ -743,6 +744,35 @@ static void deq_q5_1(const unsigned char *b, float *o) {
     for (int e = 0; e < 32; e++) o[e] = d * (float)q5_quant(b + 4, b + 8, e) + m;
 }
 
+/* Q2_K, Q3_K: 2-bit quant e (0..255) of 64 bytes: in each half h of 128,
+ * bit pair (e % 128) / 32 of byte 32h + e % 32. */
+static int k_crumb(const unsigned char *qs, int e) { return (qs[32 * (e / 128) + e % 32] >> 2 * (e % 128 / 32)) & 3; }
+
+/* Q2_K: 16 bytes of scales (low nibble) and mins (high) per 16 elements,
+ * 64 of quants, d, dmin. */
+static void deq_q2_k(const unsigned char *b, float *o) {
+    const float d = half_to_float(rd16(b + 80)), dmin = half_to_float(rd16(b + 82));
+    for (int e = 0; e < 256; e++) {
+        const float dl = d * (float)(b[e / 16] & 15), ml = dmin * (float)(b[e / 16] >> 4);
+        o[e] = dl * (float)k_crumb(b + 16, e) - ml;
+    }
+}
+
+/* Q3_K: 32 bytes hmask (bit e / 32 of byte e % 32: 0 takes 4 off the
+ * quant), 64 of 2-bit quants, 12 of 6-bit scales per 16 elements (minus
+ * 32: nibble k % 8 >> 4 * (k / 8) of bytes 0..7, then the bit pair k / 4
+ * of byte 8 + k % 4 above it), d. */
+static void deq_q3_k(const unsigned char *b, float *o) {
+    const float d = half_to_float(rd16(b + 108));
+    const unsigned char *sc = b + 96;
+    for (int e = 0; e < 256; e++) {
+        const int k = e / 16;
+        const int s = ((sc[k % 8] >> 4 * (k / 8)) & 15) | ((sc[8 + k % 4] >> 2 * (k / 4)) & 3) << 4;
+        const int q = k_crumb(b + 32, e) - (((b[e % 32] >> (e / 32)) & 1) ? 0 : 4);
+        o[e] = d * (float)(s - 32) * (float)q;
+    }
+}
+
 /* Q4_K, Q5_K: the 6-bit scale and min of sub-block j (0..7) in 12 bytes:
  * j < 4 the low 6 bits of bytes j and 4 + j; j >= 4 the nibbles of byte
  * 4 + j with the top 2 bits of bytes j - 4 and j above them. */
@@ -797,7 +827,8 @@ static const struct {
     deq_fn f;
 } DEQ[] = {
     {ML_GGML_Q8_0, deq_q8_0}, {ML_GGML_Q4_0, deq_q4_0}, {ML_GGML_Q4_1, deq_q4_1}, {ML_GGML_Q5_0, deq_q5_0},
-    {ML_GGML_Q5_1, deq_q5_1}, {ML_GGML_Q4_K, deq_q4_k}, {ML_GGML_Q5_K, deq_q5_k}, {ML_GGML_Q6_K, deq_q6_k},
+    {ML_GGML_Q5_1, deq_q5_1}, {ML_GGML_Q2_K, deq_q2_k}, {ML_GGML_Q3_K, deq_q3_k}, {ML_GGML_Q4_K, deq_q4_k},
+    {ML_GGML_Q5_K, deq_q5_k}, {ML_GGML_Q6_K, deq_q6_k},
 };
 
 static int deq_index(uint32_t type) {

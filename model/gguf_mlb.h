@@ -11,9 +11,10 @@
  *   header keeps); hidden_dim zero-padded to a multiple of 32 as convert.py
  *   does; tensor types Q8_0 and Q4_0 (copied block for block when they are
  *   the output's type, the fp16 scale bits kept), and F32, F16, BF16, Q4_1,
- *   Q5_0, Q5_1, Q4_K, Q5_K, Q6_K (dequantized as the gguf package does, then
+ *   Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (dequantized as the gguf package does, then
  *   quantized with the Python converter's rounding). The output is Q4_0 when
- *   the file has Q4_0 matrices and no Q8_0 ones, else Q8_0; its block scales
+ *   the file has matrices of 4 bits or fewer (Q4_0, Q4_1, Q2_K, Q3_K, Q4_K)
+ *   and no Q8_0 ones, else Q8_0; its block scales
  *   are fp16 (stype 1) when it has either, as convert.py's --scales auto, and
  *   every quantized block's scale is then rounded to fp16 first; else fp32.
  * Anything else is ML_E_FORMAT naming it (tools/convert.py refuses it too).

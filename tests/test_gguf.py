@@ -343,13 +343,18 @@ def auto_scales(rep, tmp):
 def random_blocks(rng, rows, cols, qtype):
     """Valid blocks of a K-quant: random bytes, then the fp16 super-block
     scales set so that values are about +-0.1 (Q4_K, Q5_K: d and dmin first,
-    dmin offsetting the mean quant; Q6_K: d last, its quants signed). Other
+    dmin offsetting the mean quant; Q6_K, Q3_K: d last, their quants signed;
+    Q2_K: d and dmin last). Other
     types keep random scales (only used for a type that must be refused)."""
     bs, ts = gguf.GGML_QUANT_SIZES[qtype]
     b = rng.randint(0, 256, size=(rows * cols // bs, ts)).astype(np.uint8)
     d = rng.uniform(0.5, 1.0, size=(len(b), 1)).astype(np.float32)
     if qtype == GT.Q6_K:
         b[:, -2:] = (d * 7.5e-5).astype(np.float16).view(np.uint8)
+    elif qtype == GT.Q3_K:  # d last; 6-bit scales minus 32, quants -4..3
+        b[:, -2:] = (d * 1e-3).astype(np.float16).view(np.uint8)
+    elif qtype == GT.Q2_K:  # d and dmin last; 4-bit scales and mins, quants 0..3
+        b[:, -4:] = np.concatenate([d * 0.02, d * 0.02], axis=1).astype(np.float16).view(np.uint8)
     elif qtype in (GT.Q4_K, GT.Q5_K):
         d, mid = (d * 3e-4, 7.5) if qtype == GT.Q4_K else (d * 1.5e-4, 15.5)
         b[:, :4] = np.concatenate([d, d * mid], axis=1).astype(np.float16).view(np.uint8)
@@ -529,14 +534,14 @@ def refusals(rep, tmp):
                    "tokenizer, rope scaling, partial rotary, tensors") as g:
         for i, (label, em, et, want) in enumerate(cases):
             expect_refusal(g, label, variant(f"case{i}", em, et), want, errdir)
-    with rep.group("GGUF refused: K-quant type Q2_K (not handled)") as g:
+    with rep.group("GGUF refused: an i-quant type, IQ4_NL (not handled)") as g:
         rng2 = np.random.RandomState(3)
         _, kmeta, kt = kquant_model(
             rng2, lambda t: t.__setitem__("blk.0.attn_q.weight",
-                                          random_blocks(rng2, 256, 256, GT.Q2_K)))
-        p = os.path.join(tmp, "q2k.gguf")
+                                          random_blocks(rng2, 256, 256, GT.IQ4_NL)))
+        p = os.path.join(tmp, "iq4nl.gguf")
         write_gguf(p, kmeta, kt)
-        expect_refusal(g, "Q2_K", p, "tensor blk.0.attn_q.weight has type Q2_K", errdir)
+        expect_refusal(g, "IQ4_NL", p, "tensor blk.0.attn_q.weight has type IQ4_NL", errdir)
 
 
 def inf_block(x):

@@ -7,7 +7,7 @@ changes, and what it does not take is refused naming it and tools/convert.py.
 GGUF files as tests/test_gguf.py writes them (the `gguf` package): stories260K
 (hidden_dim 172: the FFN padding) in F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0,
 Q5_1; a random 1-layer model with GQA, an unshared classifier and a chat
-template; the K-quant mix of test_gguf.kquant_model (Q4_K, Q5_K, Q6_K); the tiny
+template; the K-quant mixes of test_gguf.kquant_model (Q2_K to Q6_K); the tiny
 Qwen2 and Qwen3 models of tools/gguf_random.py (Q8_0, F32); byte-level BPE
 vocabularies under each pre-tokenizer (the tokenizer file of tools/tokfile.py).
 Run from the repo root. env: MODELS (stories260K groups skip loudly without
@@ -107,14 +107,15 @@ def small(rep, tmp, cache):
         tg.write_gguf(p, bad, t)
         rc, _, se = ml_run(p, cache)
         g.check(rc == 1 and "architecture 'gemma' is not supported" in se, f"architecture: exit {rc}, {se[-300:]}")
-        q3 = os.path.join(tmp, "q3k.gguf")
+        iq = os.path.join(tmp, "iq4nl.gguf")
         kc, kmeta, kt = tg.kquant_model(np.random.RandomState(7))
-        kt["blk.1.attn_output.weight"] = tg.random_blocks(np.random.RandomState(8), 256, 256, tg.GT.Q3_K)
-        tg.write_gguf(q3, kmeta, kt)
-        rc, _, se = ml_run(q3, cache)
-        g.check(rc == 1 and "blk.1.attn_output.weight has type Q3_K; supported: " in se, f"Q3_K: exit {rc}, {se[-300:]}")
-        rc, _, se = tg.run(tg.CONVERT, q3, os.path.join(tmp, "q3k.mlb"))
-        g.check(rc != 0 and "type Q3_K" in se, f"Q3_K, convert.py: exit {rc}: {se[-300:]}")
+        kt["blk.1.attn_output.weight"] = tg.random_blocks(np.random.RandomState(8), 256, 256, tg.GT.IQ4_NL)
+        tg.write_gguf(iq, kmeta, kt)
+        rc, _, se = ml_run(iq, cache)
+        g.check(rc == 1 and "blk.1.attn_output.weight has type ggml type 20; supported: " in se,
+                f"IQ4_NL: exit {rc}, {se[-300:]}")
+        rc, _, se = tg.run(tg.CONVERT, iq, os.path.join(tmp, "iq4nl.mlb"))
+        g.check(rc != 0 and "type IQ4_NL" in se, f"IQ4_NL, convert.py: exit {rc}: {se[-300:]}")
         data = open(path, "rb").read()
         for cut in (3, 20, 200, len(data) // 2, len(data) - 40):
             p = os.path.join(tmp, f"cut{cut}.gguf")
@@ -136,8 +137,14 @@ def kquants(rep, tmp, cache):
             if isinstance(v, tuple) and v[1] == tg.GT.Q4_K:
                 tt[k] = tg.random_blocks(np.random.RandomState(len(k)), v[0].shape[0], v[0].shape[1] // 144 * 256,
                                          tg.GT.Q5_K)
+    def low_bit(tt):  # Q2_K and Q3_K in place of some Q4_K (a Q3_K_M or Q2_K file's mix)
+        for i, k in enumerate(k for k, v in list(tt.items()) if isinstance(v, tuple) and v[1] == tg.GT.Q4_K):
+            qt = (tg.GT.Q2_K, tg.GT.Q3_K)[i % 2]
+            tt[k] = tg.random_blocks(np.random.RandomState(i), tt[k][0].shape[0], tt[k][0].shape[1] // 144 * 256, qt)
     _, meta5, t5 = tg.kquant_model(np.random.RandomState(7), five_bit)
-    for label, tensors, want in (("Q4_K, Q5_K, Q6_K", t, tg.Q4), ("Q5_K, Q6_K", t5, tg.Q8)):
+    _, meta2, t2 = tg.kquant_model(np.random.RandomState(7), low_bit)
+    for label, tensors, want in (("Q4_K, Q5_K, Q6_K", t, tg.Q4), ("Q5_K, Q6_K", t5, tg.Q8),
+                                 ("Q2_K, Q3_K, Q5_K, Q6_K", t2, tg.Q4)):
         with rep.group(f"K-quant mix ({label}) GGUF: the C conversion == convert.py, byte for byte; "
                        f"{tg.mlb.WTYPE_NAMES[want]} with fp32 scales") as g:
             path = os.path.join(tmp, f"kq{len(label)}.gguf")

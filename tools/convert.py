@@ -13,7 +13,8 @@ INPUT is one of
     default OUTPUT with .mlb replaced by .tokenizer.bin); so is a Hugging
     Face folder's tokenizer.model (tools/sp_model.py).
 Matrices are quantized to Q8_0 (default) or Q4_0; norms stay F32. A GGUF
-file with 4-bit blocks (Q4_0, Q4_1, Q4_K) and no Q8_0 ones defaults to Q4_0. GGUF
+file with blocks of 4 bits or fewer (Q4_0, Q4_1, Q2_K, Q3_K, Q4_K) and no Q8_0
+ones defaults to Q4_0. GGUF
 Q8_0/Q4_0 tensors of the output's type are copied block for block (with
 --scales f16, bit for bit: fp16 block scales as GGUF's, .mlb version 2;
 --scales f32 widens them exactly). The default, --scales auto, is f16 for a
@@ -724,8 +725,8 @@ def main(argv=None):
                     "file (Llama, Qwen2, Qwen3)")
     ap.add_argument("output", help="output .mlb file")
     ap.add_argument("--wtype", type=str.lower, choices=sorted(mlb.WTYPES),
-                    help="weight type (default q8_0; for a GGUF file with Q4_0, Q4_1 or Q4_K "
-                    "matrices and none Q8_0, q4_0)")
+                    help="weight type (default q8_0; for a GGUF file with Q4_0, Q4_1, Q2_K, Q3_K "
+                    "or Q4_K matrices and none Q8_0, q4_0)")
     ap.add_argument("--tokenizer", metavar="OUT.bin",
                     help="GGUF or Hugging Face input: where to write its tokenizer (default: "
                     "OUTPUT with .mlb replaced by .tokenizer.bin)")

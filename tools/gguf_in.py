@@ -6,7 +6,7 @@ Hyper-parameters come from the `llama.*` metadata, the tokenizer from
 Q8_0 and Q4_0 tensors whose type is the output's are kept block for block
 (fp16 scales widened to fp32, quants copied: GGUF Q4_0 packs element j in
 the low nibble of byte j and element 16+j in the high nibble, as we do);
-F32, F16, BF16, Q4_1, Q5_0, Q5_1 and the K-quants Q4_K, Q5_K, Q6_K are
+F32, F16, BF16, Q4_1, Q5_0, Q5_1 and the K-quants Q2_K to Q6_K are
 dequantized by the package and re-quantized. GGUF keeps wq/wk in the
 original Llama order (llama.cpp's converter undoes Hugging Face's
 permutation), which is ours: RoPE on interleaved pairs, no permutation.
@@ -29,7 +29,7 @@ LOSSLESS = {"Q8_0": mlb.TYPE_Q8_0, "Q4_0": mlb.TYPE_Q4_0}
 # Types dequantized with the package, then quantized like any float input:
 # the float types, and what llama.cpp's Q4_K_M / Q5_K_M / Q6_K mixes hold
 # (Q5_0, Q5_1 and Q8_0 are its fallbacks for rows not a multiple of 256).
-DEQUANTIZED = ("F32", "F16", "BF16", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K")
+DEQUANTIZED = ("F32", "F16", "BF16", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K")
 # our tensor kind -> GGUF tensor name stem (llama.cpp's LLM_TENSOR names)
 NAMES = dict(tok_emb="token_embd", final_norm="output_norm", wcls="output",
              attn_norm="attn_norm", wq="attn_q", wk="attn_k", wv="attn_v", wo="attn_output",
@@ -158,12 +158,12 @@ class GGUFSource:
             counts[t.tensor_type.name] = counts.get(t.tensor_type.name, 0) + 1
         types = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
         self.what = f"GGUF v{version}, {self.arch}; tensors: {types}"
-        # A 4-bit file (Q4_0, or Q4_K_M's Q4_K) stays 4-bit when it has no 8-bit
-        # blocks: about its own size (model/gguf_mlb.c native_wtype, the same rule).
-        four = sorted(k for k in ("Q4_0", "Q4_1", "Q4_K") if k in counts)
+        # A file of 4 bits or fewer (Q4_0; Q4_K_M's Q4_K, Q3_K_M's Q3_K, ...) stays
+        # 4-bit when it has no 8-bit blocks (model/gguf_mlb.c native_wtype, the same rule).
+        four = sorted(k for k in ("Q4_0", "Q4_1", "Q2_K", "Q3_K", "Q4_K") if k in counts)
         self.native_wtype = "q4_0" if four and "Q8_0" not in counts else None
         self.native_note = ("the type of the input's blocks, so they convert losslessly" if "Q4_0" in counts else
-                            f"as the input's 4-bit {'/'.join(four)} blocks (re-quantized: --wtype q8_0 keeps "
+                            f"for the input's {'/'.join(four)} blocks (re-quantized: --wtype q8_0 keeps "
                             "more of their precision)")
         self.keep_wtype = None   # set by the converter: blocks of this type are copied
         # The .mlb wtypes of its Q8_0/Q4_0 tensors: an output of one of them
