@@ -19,6 +19,9 @@
 #include <sys/types.h>
 #ifdef _WIN32
 #include <direct.h>
+#include <io.h>
+#else
+#include <unistd.h>
 #endif
 
 #include "core/outfile.h"
@@ -44,6 +47,7 @@ typedef struct {
     int neox;             /* qwen2/qwen3: q/k rotate halves, permuted into pairs */
     ml_mlb_header h;
     uint32_t gguf_hidden; /* hidden_dim as the file has it */
+    double theta;         /* rope.freq_base as the file has it (llama3_scaling) */
     unsigned char *tok;   /* the embedded tokenizer.bin (tok_n bytes) */
     size_t tok_n;
     ml_gguf_str tmpl;     /* the chat template */
@@ -142,6 +146,7 @@ static ml_status read_config(conv *c, ml_err *err) {
     h->n_kv_heads = (uint32_t)kv;
     h->max_seq = (uint32_t)v[4];
     h->rope_theta = (float)theta;
+    c->theta = theta;
     h->norm_eps = (float)eps;
     h->head_dim = (uint64_t)hd * h->n_heads == h->dim ? 0 : (uint32_t)hd;
     h->flags = ai == 1 ? ML_MLB_FLAG_QKV_BIAS : ai == 2 ? ML_MLB_FLAG_QK_NORM : 0;
@@ -256,7 +261,7 @@ static ml_status llama3_scaling(conv *c, const ml_gguf_tensor *t, ml_err *err) {
     int ok = isfinite(factor) && factor > 1.0f;
     for (uint32_t i = 0; ok && i < hd / 2; i++) {
         row_floats(t, i, 1, &got);
-        const double wavelen = 2.0 * 3.14159265358979323846 * pow(c->h.rope_theta, 2.0 * i / hd);
+        const double wavelen = 2.0 * 3.14159265358979323846 * pow(c->theta, 2.0 * i / hd);
         const double smooth = (LLAMA3_ORIG / wavelen - LLAMA3_LOW) / (LLAMA3_HIGH - LLAMA3_LOW);
         const float want = wavelen < LLAMA3_ORIG / LLAMA3_HIGH  ? 1.0f
                            : wavelen > LLAMA3_ORIG / LLAMA3_LOW ? factor
@@ -1079,6 +1084,14 @@ static int make_dir(const char *p) {
 #endif
 }
 
+static int dir_writable(const char *p) {
+#ifdef _WIN32
+    return _access(p, 2) == 0;
+#else
+    return access(p, W_OK | X_OK) == 0;
+#endif
+}
+
 ml_status ml_gguf_cache_dir(char *dir, size_t cap, ml_err *err) {
     const char *env = getenv("ML_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
 #ifdef _WIN32
@@ -1107,6 +1120,8 @@ ml_status ml_gguf_cache_dir(char *dir, size_t cap, ml_err *err) {
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
         return ml_errf(err, ML_E_IO, "cache folder %s: not a folder (set ML_CACHE_DIR to another)", dir);
+    if (!dir_writable(dir)) /* an existing folder of another user, a read-only file system */
+        return ml_errf(err, ML_E_IO, "cache folder %s: %s (set ML_CACHE_DIR to a writable folder)", dir, strerror(errno));
     return ML_OK;
 }
 

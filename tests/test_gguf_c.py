@@ -2,7 +2,7 @@
 """ml_run -m X.gguf (model/gguf_mlb.c): the C converter's cached .mlb is
 byte-identical to `python3 tools/convert.py X.gguf out.mlb` for the GGUFs it
 takes, the cache is reused while the GGUF is unchanged and redone when it
-changes, and what it does not take is refused naming it and tools/convert.py.
+changes, and what it does not take is refused naming it (convert.py refuses it too).
 
 GGUF files as tests/test_gguf.py writes them (the `gguf` package): stories260K
 (hidden_dim 172: the FFN padding) in F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0,
@@ -182,17 +182,24 @@ def families(rep, tmp, cache):
                 rc, _, se = tg.run(gen, "--qtype", qt, "--seed", "7", fam, path)
                 if g.check(rc == 0, f"gguf_random.py: {se[-300:]}"):
                     same_as_python(g, f"{fam} {qt}", path, cache, tmp)
-    with rep.group("rope_freqs.weight off Llama 3's by 1e-4 (one entry) or with a NaN: refused by both") as g:
+    with rep.group("rope_freqs.weight: a blended entry off Llama 3's by 1e-4, or a NaN, refused by both; "
+                   "off by 5e-6 (within 1e-5) taken by both, the same bytes") as g:
         data = bytearray(open(os.path.join(tmp, "llama3_f32.gguf"), "rb").read())
         t = next(x for x in tg.gguf.GGUFReader(os.path.join(tmp, "llama3_f32.gguf")).tensors
                  if x.name == "rope_freqs.weight")
         freqs = np.array(t.data, np.float32)
-        for label, i, v in (("off", len(freqs) - 1, freqs[-1] * np.float32(1 + 1e-4)), ("NaN", 0, np.nan)):
+        mid = [i for i, f in enumerate(freqs) if 1 < f < freqs.max()]  # between the two plateaus
+        g.check(len(mid) > 0, f"no blended entry in {freqs}")
+        for label, i, v in (("off", mid[0], freqs[mid[0]] * np.float32(1 + 1e-4)), ("NaN", 0, np.nan),
+                            ("near", mid[-1], freqs[mid[-1]] * np.float32(1 + 5e-6))):
             bad = bytearray(data)
             at = int(t.data_offset) + 4 * i
             bad[at:at + 4] = np.float32(v).tobytes()
-            path = os.path.join(tmp, f"llama3_bad_{label}.gguf")
+            path = os.path.join(tmp, f"llama3_{label}.gguf")
             open(path, "wb").write(bad)
+            if label == "near":
+                same_as_python(g, "rope_freqs off by 5e-6", path, cache, tmp)
+                continue
             rc, _, se = ml_run(path, cache)
             g.check(rc == 1 and "RoPE scaling factors that are not Llama 3's" in se, f"{label}, C: exit {rc}: {se[-300:]}")
             rc, _, se = tg.run(tg.CONVERT, path, os.path.join(tmp, "llama3_bad.mlb"))

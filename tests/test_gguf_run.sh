@@ -82,4 +82,19 @@ else
     [ $? -eq 1 ] && grep -q "cache folder" "$tmp/err" && ok "an unusable cache folder (under a file): a clear error, exit 1" ||
         bad "an unusable cache folder: $(tail -c 300 "$tmp/err")"
 fi
+# A cache folder that exists but cannot be written (another user's, a
+# read-only file system): refused up front, pointing to ML_CACHE_DIR.
+mkdir -p "$tmp/ro2"
+if [ "$(id -u)" != 0 ]; then
+    chmod 500 "$tmp/ro2"
+elif ! mount -t tmpfs -o ro,size=64k tmpfs "$tmp/ro2" 2>/dev/null; then
+    skip "a read-only cache folder: root, and no mount of a read-only tmpfs here"
+    finish
+fi
+ML_CACHE_DIR=$tmp/ro2 RUN -m "$g" -n 2 >/dev/null 2>"$tmp/err"
+rc=$?
+[ "$(id -u)" = 0 ] && umount "$tmp/ro2"
+[ $rc -eq 1 ] && grep -q "cache folder $tmp/ro2: .*(set ML_CACHE_DIR to a writable folder)" "$tmp/err" &&
+    ok "a cache folder that cannot be written: a clear error naming ML_CACHE_DIR, exit 1" ||
+    bad "a read-only cache folder: exit $rc, $(tail -c 300 "$tmp/err")"
 finish

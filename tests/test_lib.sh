@@ -68,7 +68,7 @@ for args in "Once upon a time|64|42" "Lily|0|7"; do
 done
 # A GGUF path: lml_model_open converts it once into the cache (ML_CACHE_DIR)
 # and runs it with its own tokenizer, as ml_run -m does (the K-quant mix the
-# GGUF fuzzer starts from: Q4_1, Q5_0, Q5_1, F16 and Q4_K tensors).
+# GGUF fuzzer starts from: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, F16 and Q4_K tensors).
 gguf=fuzz/corpus/gguf/llama_kquant_mix.gguf
 want=$(ML_CACHE_DIR=$tmp/cache_run $RUNNER "$BUILD/ml_run" -m "$gguf" -i "a" -n 12 -s 3 2>/dev/null)
 got=$(ML_CACHE_DIR=$tmp/cache_lib LD_LIBRARY_PATH=$prefix/lib $RUNNER "$tmp/app/stream" "$gguf" - "a" 12 3 2>"$tmp/err")

@@ -378,7 +378,7 @@ def test_key_and_queue():
 def test_gguf():
     """-m X.gguf: converted once into the cache (said on stderr), served
     under X.gguf's name; the second start reuses the cached file. The GGUF is
-    the fuzzer's K-quant seed (Q4_1, Q5_0, Q5_1, F16, Q4_K tensors)."""
+    the fuzzer's K-quant seed (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, F16, Q4_K tensors)."""
     import tempfile
     gguf = os.path.join(ROOT, "fuzz", "corpus", "gguf", "llama_kquant_mix.gguf")
     with tempfile.TemporaryDirectory() as cache:

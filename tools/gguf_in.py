@@ -162,9 +162,10 @@ class GGUFSource:
         # 4-bit when it has no 8-bit blocks (model/gguf_mlb.c native_wtype, the same rule).
         four = sorted(k for k in ("Q4_0", "Q4_1", "Q2_K", "Q3_K", "Q4_K") if k in counts)
         self.native_wtype = "q4_0" if four and "Q8_0" not in counts else None
-        self.native_note = ("the type of the input's blocks, so they convert losslessly" if "Q4_0" in counts else
-                            f"for the input's {'/'.join(four)} blocks (re-quantized: --wtype q8_0 keeps "
-                            "more of their precision)")
+        requant = sorted(k for k in counts if k not in ("F32", "F16", "BF16", "Q4_0"))
+        self.native_note = ("the type of the input's blocks, so they convert losslessly" if not requant else
+                            f"for the input's {'/'.join(four)} blocks ({'Q4_0 copied, ' if 'Q4_0' in counts else ''}"
+                            f"{'/'.join(requant)} re-quantized: --wtype q8_0 keeps more of their precision)")
         self.keep_wtype = None   # set by the converter: blocks of this type are copied
         # The .mlb wtypes of its Q8_0/Q4_0 tensors: an output of one of them
         # copies those blocks, and convert.py's --scales auto keeps their fp16 scales.

@@ -124,27 +124,30 @@ def test_bad_paths_raise(tmp_path):
 
 
 def test_gguf_path_opens(tmp_path, monkeypatch):
-    """A GGUF path opens as ml_run -m opens it: converted once into the cache
-    ($ML_CACHE_DIR), its own tokenizer, the same logits bit for bit; the
-    second open reuses the cached file. The GGUF is the fuzzer's K-quant seed
-    (Q4_1, Q5_0, Q5_1, F16, Q4_K tensors, random weights, 8 tokens)."""
+    """A GGUF path opens as ml_run -m opens it: the library converts it once
+    into the empty cache ($ML_CACHE_DIR) and uses its own tokenizer; ml_run
+    then finds that file (no conversion of its own) and writes the same
+    logits, bit for bit; a second open reuses the file. The GGUF is the
+    fuzzer's seed mixing Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, F16 and Q4_K tensors
+    (random weights, 8 tokens)."""
     if not os.access(ML_RUN, os.X_OK):
         pytest.skip(f"no ml_run at {ML_RUN} (ML_RUN=...)")
     gguf = os.path.join(ROOT, "fuzz", "corpus", "gguf", "llama_kquant_mix.gguf")
     cache = tmp_path / "cache"
     monkeypatch.setenv("ML_CACHE_DIR", str(cache))
-    subprocess.run([ML_RUN, "-m", gguf, "-i", "a", "-n", "12", "--temp", "0", "--logits", str(tmp_path / "logits"),
-                    "--ids", str(tmp_path / "ids")], capture_output=True, check=True)
-    ids = [int(x) for x in (tmp_path / "ids").read_text().split()]
-    raw = (tmp_path / "logits").read_bytes()
-    cached = sorted(cache.iterdir())
-    assert len(cached) == 1 and len(ids) == 13
-    for _ in range(2):
-        with legacy_ml.Model(gguf) as m:
-            assert m.tokenize("a") == ids[:len(m.tokenize("a"))]
-            rows = [list(r) for r in m.logits(ids[:12])]
-            assert struct.pack(f"<{12 * m.vocab}f", *[x for r in rows for x in r]) == raw  # bit for bit
-        assert sorted(cache.iterdir()) == cached
+    with legacy_ml.Model(gguf) as m:
+        prompt = m.tokenize("a")
+        cached = sorted(cache.iterdir())
+        assert len(cached) == 1 and cached[0].suffix == ".mlb"
+        r = subprocess.run([ML_RUN, "-m", gguf, "-i", "a", "-n", "12", "--temp", "0", "--logits",
+                            str(tmp_path / "logits"), "--ids", str(tmp_path / "ids")], capture_output=True, check=True)
+        assert b"converting" not in r.stderr and sorted(cache.iterdir()) == cached
+        ids = [int(x) for x in (tmp_path / "ids").read_text().split()]
+        assert len(ids) == 13 and ids[:len(prompt)] == prompt
+        rows = [list(r) for r in m.logits(ids[:12])]
+        assert struct.pack(f"<{12 * m.vocab}f", *[x for r in rows for x in r]) == (tmp_path / "logits").read_bytes()
+    with legacy_ml.Model(gguf) as m:
+        assert m.tokenize("a") == prompt and sorted(cache.iterdir()) == cached
     truncated = tmp_path / "cut.gguf"
     truncated.write_bytes(open(gguf, "rb").read()[:600])
     with pytest.raises(legacy_ml.LegacyMLError) as e:
