@@ -67,9 +67,7 @@ lml_status ml_api_open(lml_model **out, const char *path, const void *data, size
     char cached[4096];
     if (path && ml_gguf_is_file(path)) {
         ml_err ge = {{0}};
-        int fresh = 0;
-        ml_status gs = ml_gguf_cache_path(path, cached, sizeof cached, &fresh, &ge);
-        if (!gs && !fresh) gs = ml_gguf_convert(path, cached, &ge);
+        ml_status gs = ml_gguf_cached(path, cached, sizeof cached, NULL, NULL, &ge);
         if (gs) return ml_api_error(err, &ge, gs);
         path = cached;
     }

@@ -215,15 +215,15 @@ int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t m
 
 /* ---- -m FILE.gguf: the cached .mlb (model/gguf_mlb.h) --------------------- */
 
+static void say_converting(void *prog, const char *gguf, const char *mlb) {
+    fprintf(stderr, "%s: converting %s into the cache %s (once; ML_CACHE_DIR sets the folder)\n", (const char *)prog,
+            gguf, mlb);
+}
+
 const char *ml_cli_model_path(const char *prog, const char *model, char *buf, size_t cap) {
     if (!model || !ml_gguf_is_file(model)) return model;
     ml_err err = {{0}};
-    int fresh = 0;
-    ml_status s = ml_gguf_cache_path(model, buf, cap, &fresh, &err);
-    if (!s && !fresh) {
-        fprintf(stderr, "%s: converting %s into the cache %s (once; ML_CACHE_DIR sets the folder)\n", prog, model, buf);
-        s = ml_gguf_convert(model, buf, &err);
-    }
+    ml_status s = ml_gguf_cached(model, buf, cap, say_converting, (void *)prog, &err);
     if (!s) return buf;
     fprintf(stderr, "%s: running the GGUF file %s failed (%s): %s\n", prog, model, ml_status_name(s), err.msg);
     return NULL;

@@ -101,27 +101,27 @@ static int read_kv(cursor *c, ml_gguf_kv *kv, uint64_t i) {
 
 /* ---- tensor infos ---------------------------------------------------------- */
 
+/* The types sized here: bytes and elements a block, name. */
+static const struct { uint32_t t; unsigned short bytes, elems; const char *name; } TYPES[] = {
+    {ML_GGML_F32, 4, 1, "F32"},      {ML_GGML_F16, 2, 1, "F16"},      {ML_GGML_Q4_0, 18, 32, "Q4_0"},
+    {ML_GGML_Q4_1, 20, 32, "Q4_1"},  {ML_GGML_Q5_0, 22, 32, "Q5_0"},  {ML_GGML_Q5_1, 24, 32, "Q5_1"},
+    {ML_GGML_Q8_0, 34, 32, "Q8_0"},  {ML_GGML_Q2_K, 84, 256, "Q2_K"}, {ML_GGML_Q3_K, 110, 256, "Q3_K"},
+    {ML_GGML_Q4_K, 144, 256, "Q4_K"}, {ML_GGML_Q5_K, 176, 256, "Q5_K"}, {ML_GGML_Q6_K, 210, 256, "Q6_K"},
+    {ML_GGML_BF16, 2, 1, "BF16"},
+};
+
 int ml_gguf_type_block(uint32_t t, uint64_t *bytes, uint64_t *elems) {
-    static const struct { uint32_t t; unsigned short bytes, elems; const char *name; } tab[] = {
-        {ML_GGML_F32, 4, 1, "F32"},      {ML_GGML_F16, 2, 1, "F16"},      {ML_GGML_Q4_0, 18, 32, "Q4_0"},
-        {ML_GGML_Q4_1, 20, 32, "Q4_1"},  {ML_GGML_Q5_0, 22, 32, "Q5_0"},  {ML_GGML_Q5_1, 24, 32, "Q5_1"},
-        {ML_GGML_Q8_0, 34, 32, "Q8_0"},  {ML_GGML_Q2_K, 84, 256, "Q2_K"}, {ML_GGML_Q3_K, 110, 256, "Q3_K"},
-        {ML_GGML_Q4_K, 144, 256, "Q4_K"}, {ML_GGML_Q5_K, 176, 256, "Q5_K"}, {ML_GGML_Q6_K, 210, 256, "Q6_K"},
-        {ML_GGML_BF16, 2, 1, "BF16"},
-    };
-    for (size_t i = 0; i < sizeof tab / sizeof *tab; i++)
-        if (tab[i].t == t) {
-            if (bytes) *bytes = tab[i].bytes, *elems = tab[i].elems;
+    for (size_t i = 0; i < sizeof TYPES / sizeof *TYPES; i++)
+        if (TYPES[i].t == t) {
+            if (bytes) *bytes = TYPES[i].bytes, *elems = TYPES[i].elems;
             return (int)i + 1;
         }
     return 0;
 }
 
 const char *ml_gguf_type_name(uint32_t type, char *buf, size_t cap) {
-    static const char *const names[] = {"F32", "F16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0",
-                                        "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "BF16"};
     int k = ml_gguf_type_block(type, NULL, NULL);
-    if (k) return names[k - 1];
+    if (k) return TYPES[k - 1].name;
     snprintf(buf, cap, "ggml type %u", type);
     return buf;
 }

@@ -792,14 +792,15 @@ static void k_sub_scales(const unsigned char *b, float *ds, float *dm) {
     }
 }
 
-/* Q4_K: byte i of the 32 at qs + 32c holds element i of sub-block 2c (low
- * nibble) and of 2c + 1 (high). */
+/* Q4_K, Q5_K: element i of sub-block j in 128 bytes of nibbles: byte i of
+ * the 32 at qs + 32 (j / 2), low nibble for an even j. */
+static int k_nibble(const unsigned char *qs, int j, int i) { return (qs[32 * (j / 2) + i] >> 4 * (j % 2)) & 15; }
+
 static void deq_q4_k(const unsigned char *b, float *o) {
     float ds[8], dm[8];
     k_sub_scales(b, ds, dm);
     for (int j = 0; j < 8; j++)
-        for (int i = 0; i < 32; i++)
-            o[32 * j + i] = ds[j] * (float)((b[16 + 32 * (j / 2) + i] >> 4 * (j % 2)) & 15) - dm[j];
+        for (int i = 0; i < 32; i++) o[32 * j + i] = ds[j] * (float)k_nibble(b + 16, j, i) - dm[j];
 }
 
 /* Q5_K: Q4_K's nibbles (after 32 bytes qh), and bit j of qh[i] the fifth
@@ -808,10 +809,8 @@ static void deq_q5_k(const unsigned char *b, float *o) {
     float ds[8], dm[8];
     k_sub_scales(b, ds, dm);
     for (int j = 0; j < 8; j++)
-        for (int i = 0; i < 32; i++) {
-            int q = ((b[48 + 32 * (j / 2) + i] >> 4 * (j % 2)) & 15) | ((b[16 + i] >> j) & 1) << 4;
-            o[32 * j + i] = ds[j] * (float)q - dm[j];
-        }
+        for (int i = 0; i < 32; i++)
+            o[32 * j + i] = ds[j] * (float)(k_nibble(b + 48, j, i) | ((b[16 + i] >> j) & 1) << 4) - dm[j];
 }
 
 /* Q6_K: 128 bytes ql, 64 qh, 16 int8 scales (one per 16 elements), d. In
@@ -1130,7 +1129,8 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n) {
     return h;
 }
 
-ml_status ml_gguf_cache_path(const char *gguf_path, char *mlb_path, size_t cap, int *fresh, ml_err *err) {
+/* The cached .mlb's path (ml_gguf_cached); *fresh = 1 when it exists already. */
+static ml_status cache_path(const char *gguf_path, char *mlb_path, size_t cap, int *fresh, ml_err *err) {
     struct stat st;
     *fresh = 0;
     if (stat(gguf_path, &st) != 0) return ml_errf(err, ML_E_IO, "%s: %s", gguf_path, strerror(errno));
@@ -1165,4 +1165,14 @@ ml_status ml_gguf_cache_path(const char *gguf_path, char *mlb_path, size_t cap, 
     if (w < 0 || (size_t)w >= cap) return ml_errf(err, ML_E_ARG, "the cached model's path is too long");
     *fresh = stat(mlb_path, &st) == 0 && S_ISREG(st.st_mode);
     return ML_OK;
+}
+
+ml_status ml_gguf_cached(const char *gguf_path, char *mlb_path, size_t cap,
+                         void (*on_convert)(void *ud, const char *gguf_path, const char *mlb_path), void *ud,
+                         ml_err *err) {
+    int fresh = 0;
+    ml_status s = cache_path(gguf_path, mlb_path, cap, &fresh, err);
+    if (s || fresh) return s;
+    if (on_convert) on_convert(ud, gguf_path, mlb_path);
+    return ml_gguf_convert(gguf_path, mlb_path, err);
 }

@@ -33,11 +33,15 @@ ml_status ml_gguf_convert(const char *gguf_path, const char *mlb_path, ml_err *e
  * $HOME/.cache/legacy-ml (%LOCALAPPDATA%\legacy-ml on Windows). */
 ml_status ml_gguf_cache_dir(char *dir, size_t cap, ml_err *err);
 
-/* The cached .mlb of gguf_path: <cache>/<name>-<16 hex>.mlb, the hex a hash
- * of the GGUF's absolute path, size and modification time (and of this
- * converter's version), so it is reused while the GGUF is unchanged.
- * *fresh = 1 when it exists already. Creates the cache folder. */
-ml_status ml_gguf_cache_path(const char *gguf_path, char *mlb_path, size_t cap, int *fresh, ml_err *err);
+/* The cached .mlb of gguf_path into mlb_path, converted first unless the
+ * cache holds it; before converting, on_convert(ud, gguf_path, mlb_path)
+ * when non-NULL (a program says so: the conversion takes a while). The file
+ * is <cache>/<name>-<16 hex>.mlb, the hex a hash of the GGUF's absolute
+ * path, size and modification time (and of this converter's version), so
+ * it is reused while the GGUF is unchanged. Creates the cache folder. */
+ml_status ml_gguf_cached(const char *gguf_path, char *mlb_path, size_t cap,
+                         void (*on_convert)(void *ud, const char *gguf_path, const char *mlb_path), void *ud,
+                         ml_err *err);
 
 /* 1 if path is a readable file that starts with the GGUF magic. */
 int ml_gguf_is_file(const char *path);

@@ -127,22 +127,20 @@ def small(rep, tmp, cache):
 
 
 def kquants(rep, tmp, cache):
-    """A Q4_K_M-like mix converts as convert.py converts it (dequantized by
-    the package's rule, re-quantized to Q8_0); a NaN super-block scale is
+    """K-quant mixes convert as convert.py converts them (dequantized by the
+    package's rule, re-quantized: Q4_0 for a file with Q2_K, Q3_K or Q4_K
+    blocks, Q8_0 for one of Q5_K and Q6_K only); a NaN super-block scale is
     refused by both, naming the tensor."""
     c, meta, t = tg.kquant_model(np.random.RandomState(7))
 
-    def five_bit(tt):  # the mix without its 4-bit tensors: Q5_K and Q6_K only (a Q5_K_M file)
-        for k, v in list(tt.items()):
-            if isinstance(v, tuple) and v[1] == tg.GT.Q4_K:
-                tt[k] = tg.random_blocks(np.random.RandomState(len(k)), v[0].shape[0], v[0].shape[1] // 144 * 256,
-                                         tg.GT.Q5_K)
-    def low_bit(tt):  # Q2_K and Q3_K in place of some Q4_K (a Q3_K_M or Q2_K file's mix)
-        for i, k in enumerate(k for k, v in list(tt.items()) if isinstance(v, tuple) and v[1] == tg.GT.Q4_K):
-            qt = (tg.GT.Q2_K, tg.GT.Q3_K)[i % 2]
-            tt[k] = tg.random_blocks(np.random.RandomState(i), tt[k][0].shape[0], tt[k][0].shape[1] // 144 * 256, qt)
-    _, meta5, t5 = tg.kquant_model(np.random.RandomState(7), five_bit)
-    _, meta2, t2 = tg.kquant_model(np.random.RandomState(7), low_bit)
+    def redraw_q4k(*types):  # the mix's Q4_K tensors drawn again in types, in turn
+        def extra(tt):
+            for i, k in enumerate([k for k, v in tt.items() if isinstance(v, tuple) and v[1] == tg.GT.Q4_K]):
+                rows, nbytes = tt[k][0].shape
+                tt[k] = tg.random_blocks(np.random.RandomState(i), rows, nbytes // 144 * 256, types[i % len(types)])
+        return extra
+    t5 = tg.kquant_model(np.random.RandomState(7), redraw_q4k(tg.GT.Q5_K))[2]  # a Q5_K_M file's mix
+    t2 = tg.kquant_model(np.random.RandomState(7), redraw_q4k(tg.GT.Q2_K, tg.GT.Q3_K))[2]  # Q3_K_M's, Q2_K's
     for label, tensors, want in (("Q4_K, Q5_K, Q6_K", t, tg.Q4), ("Q5_K, Q6_K", t5, tg.Q8),
                                  ("Q2_K, Q3_K, Q5_K, Q6_K", t2, tg.Q4)):
         with rep.group(f"K-quant mix ({label}) GGUF: the C conversion == convert.py, byte for byte; "
