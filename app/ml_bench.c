@@ -36,8 +36,9 @@ static void usage(FILE *f) {
             "  --mmap           with -m: map the file\n"
             "  --f16-scales     random weights with fp16 block scales (.mlb version 2, stype 1)\n"
             "  --prefetch P     the avx512vnni matvec's streaming: l1 (Zen 5's: prefetch into\n"
-            "                   L1, Q8_0 in row runs) | l2 | auto (default: l1 on AMD family 26\n"
-            "                   and later, else l2); the same results either way\n"
+            "                   L1, Q8_0 in row runs) | l2 (prefetch into L2) | hw (Zen 4's:\n"
+            "                   no software prefetch) | auto (default: l1 on AMD family 26\n"
+            "                   and later, hw on family 25, else l2); the same results either way\n"
             "  --bw             after each model figure, the memory read bandwidth with as\n"
             "                   many threads (1 GiB buffer) and the figure's share of it\n"
             "  --rows           also print a '#row KIND ISA NAME VALUE' line per figure,\n"
@@ -109,8 +110,10 @@ static int parse(int argc, char **argv, ml_bench_opts *o) {
             if (!ml_cli_int(v, 1, ML_CLI_MAX_BATCH, &n)) return bad("-b: expected a prompt batch size >= 1", v);
             o->batch = (int)n;
         } else if (!strcmp(a, "--prefetch")) {
-            if (!strcmp(v, "l1") || !strcmp(v, "l2")) ml_set_prefetch_l1(v[1] == '1');
-            else if (strcmp(v, "auto")) return bad("--prefetch: expected l1, l2 or auto", v);
+            if (!strcmp(v, "l1")) ml_set_stream(ML_STREAM_L1);
+            else if (!strcmp(v, "l2")) ml_set_stream(ML_STREAM_L2);
+            else if (!strcmp(v, "hw")) ml_set_stream(ML_STREAM_HW);
+            else if (strcmp(v, "auto")) return bad("--prefetch: expected l1, l2, hw or auto", v);
         } else if (!strcmp(a, "--reps")) {
             if (!ml_cli_int(v, 1, 64, &n)) return bad("--reps: expected 1..64", v);
             o->reps = (int)n;
@@ -125,8 +128,10 @@ int ml_main(int argc, char **argv) {
     if (rc >= 0) return rc;
     rc = ML_EXIT_OK;
     ml_rng rng = {0x243F6A8885A308D3ull};
+    static const char *const stream[] = {"", ", Zen 5 streaming (--prefetch l1)",
+                                          ", hardware prefetch only (--prefetch hw)"};
     printf("ml_bench: %s build, median of %d runs%s\n", ML_ISA_NAME, o.reps,
-           !strcmp(ML_ISA_NAME, "avx512vnni") && ml_prefetch_l1() ? ", Zen 5 streaming (--prefetch l1)" : "");
+           !strcmp(ML_ISA_NAME, "avx512vnni") ? stream[ml_stream()] : "");
     if (o.kernels && !o.model_path) {
         printf("kernels (single thread):\n");
         for (int w = 0; w < o.n_wtypes && !rc; w++) rc = ml_bench_matvecs(&o, o.wtypes[w], &rng);

@@ -215,7 +215,9 @@ ML_GUARD_FN void ml_x86_decode(const ml_x86_regs *r, ml_cpu_features *f) {
     }
     if (!plain) vendor[0] = '\0';
     const uint32_t base = (r->l1_eax >> 8) & 0xF, family = base == 0xF ? base + ((r->l1_eax >> 20) & 0xFF) : base;
-    f->prefetch_l1 = strcmp(vendor, "AuthenticAMD") == 0 && family >= 26;
+    /* core/tune.h's streaming: AMD family 25 is Zen 3 and Zen 4 */
+    const int amd = strcmp(vendor, "AuthenticAMD") == 0;
+    f->stream = amd && family >= 26 ? ML_STREAM_L1 : amd && family == 25 ? ML_STREAM_HW : ML_STREAM_L2;
     snprintf(f->source, sizeof f->source, "cpuid max leaf 0x%x, leaf 7 max sub-leaf %u, xcr0 0x%llx%s%s",
              (unsigned)r->max_leaf, (unsigned)(r->max_leaf >= 7 ? r->l7_eax : 0),
              (unsigned long long)((has & F(OSXSAVE)) ? r->xcr0 : 0), vendor[0] ? ", " : "", vendor);
@@ -431,7 +433,7 @@ ML_GUARD_FN ml_status ml_isa_check(ml_err *err) {
     ml_cpu_detect(&f);
     const ml_status s = ml_isa_check_for(ml_build_this(), &f, err);
     /* only now may this build's code run */
-    if (s == ML_OK) ml_tune_prefetch_l1(f.prefetch_l1);
+    if (s == ML_OK) ml_tune_stream(f.stream);
     return s;
 }
 

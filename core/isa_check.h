@@ -29,7 +29,7 @@
 
 /* ML_OK, or ML_E_ISA with err naming the build, every missing feature and
  * the best build this CPU can run. On ML_OK it also tunes the kernels for
- * this CPU (ml_tune_prefetch_l1, core/tune.h). */
+ * this CPU (ml_tune_stream, core/tune.h). */
 ml_status ml_isa_check(ml_err *err);
 
 /* A human-readable report of what the CPU and OS support and which build to
@@ -69,7 +69,7 @@ typedef struct {
     uint32_t has;   /* ML_FBIT(f) set: feature f is usable (CPU and OS) */
     int detected;   /* 0: no run-time detection here; builds are trusted as compiled */
     char source[96];/* what was read, for the report: "cpuid max leaf 0x16, xcr0 0xe7" */
-    int prefetch_l1;/* an AMD x86 of family 26 (Zen 5) or later: core/tune.h's choice */
+    int stream;     /* core/tune.h's ML_STREAM_* for this CPU (AMD family 25 or 26 on) */
 } ml_cpu_features;
 
 /* Stable short name of a feature, as the refusal message prints it ("SSE4.1"). */

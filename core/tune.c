@@ -4,16 +4,16 @@
 
 #include <stdatomic.h>
 
-static atomic_int prefetch_l1, by_hand;
+static atomic_int stream, by_hand;
 
-void ml_set_prefetch_l1(int on) {
+void ml_set_stream(int mode) {
     atomic_store_explicit(&by_hand, 1, memory_order_relaxed);
-    atomic_store_explicit(&prefetch_l1, on != 0, memory_order_relaxed);
+    atomic_store_explicit(&stream, mode, memory_order_relaxed);
 }
 
-void ml_tune_prefetch_l1(int on) {
+void ml_tune_stream(int mode) {
     if (!atomic_load_explicit(&by_hand, memory_order_relaxed))
-        atomic_store_explicit(&prefetch_l1, on != 0, memory_order_relaxed);
+        atomic_store_explicit(&stream, mode, memory_order_relaxed);
 }
 
-int ml_prefetch_l1(void) { return atomic_load_explicit(&prefetch_l1, memory_order_relaxed); }
+int ml_stream(void) { return atomic_load_explicit(&stream, memory_order_relaxed); }

@@ -5,14 +5,24 @@
 #ifndef ML_TUNE_H
 #define ML_TUNE_H
 
-/* The avx512vnni matvec's Zen 5 streaming: prefetch 16 rows ahead into L1
- * (else 8 or 16 into L2) and read Q8_0 in row runs (else in steps across
- * the 16 rows); docs/PERF.md "AMD Zen 5, row runs". Measured together on
- * Zen 5 (TinyLlama decode 1.14-1.27x Q8_0, 1.09-1.19x Q4_0); the Intel
- * Xeon host measured the L2 prefetch 7-16% faster than L1, and nothing
- * else has been measured, so only AMD family 26 (Zen 5) on gets it. */
-void ml_set_prefetch_l1(int on);      /* by hand */
-void ml_tune_prefetch_l1(int on);     /* the guard's choice: unless set by hand */
-int ml_prefetch_l1(void);
+/* How the avx512vnni matvec streams its weights, each the fastest measured
+ * on its CPU (docs/PERF.md):
+ *  - ML_STREAM_L2: prefetch 8 or 16 rows ahead into L2, Q8_0 read in steps
+ *    across 16 rows; the Intel Xeon host measured it 7-16% faster than
+ *    into L1. The default: any CPU not named below.
+ *  - ML_STREAM_L1: the Zen 5 streaming, AMD family 26 on: 16 rows ahead
+ *    into L1 and Q8_0 in row runs (TinyLlama decode 1.14-1.27x Q8_0,
+ *    1.09-1.19x Q4_0); "AMD Zen 5, row runs".
+ *  - ML_STREAM_HW: Q8_0 rows of 2048 or more with no software prefetch,
+ *    the hardware prefetchers alone; shorter Q8_0 rows into L2, Q4_0 into
+ *    L1 (kernels/avx512vnni/matvec_body.h, ml_avx512_stream). AMD family
+ *    25 (Zen 4; Zen 3, the rest of the family, has no AVX-512), where
+ *    prefetches into either cache slowed TinyLlama's Q8_0 decode 1.2-1.35x;
+ *    "AMD Zen 4, the hardware prefetchers". */
+enum { ML_STREAM_L2, ML_STREAM_L1, ML_STREAM_HW };
+
+void ml_set_stream(int mode);  /* by hand */
+void ml_tune_stream(int mode); /* the guard's choice: unless set by hand */
+int ml_stream(void);
 
 #endif

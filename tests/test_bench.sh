@@ -46,6 +46,30 @@ expect "-b not a number" 2 "-b: expected" -b 8x
 expect "-d -1" 2 "-d: expected" -d -1
 expect "-d at the context" 1 "-d 256: expected a context below" --model-only --shape stories15M --tokens 2 --reps 1 -d 256
 expect "-m missing file" 1 "no_such.mlb" --model-only -m "$tmp/no_such.mlb"
+expect "--prefetch unknown" 2 "--prefetch: expected l1, l2, hw or auto" --prefetch l3
+
+# --prefetch by hand: every mode decodes; the avx512vnni build's first line
+# names l1 and hw (l2 is the plain default), other builds' name none (auto:
+# the CPU's choice, not checked)
+for m in l1 l2 hw auto; do
+    run --model-only --shape stories15M --wtype q8_0 --tokens 2 --reps 1 -p 0 --prefetch "$m"
+    rc=$?
+    first=$(head -n 1 "$tmp/out")
+    case $m,$first in
+    auto,*) want= ;;
+    l1,*avx512vnni*) want="(--prefetch l1)" ;;
+    hw,*avx512vnni*) want="(--prefetch hw)" ;;
+    *) want=none ;;
+    esac
+    case $want in
+    none) named=$(grep -c -- "(--prefetch" <<<"$first" | sed 's/^0$/ok/') ;;
+    '') named=ok ;;
+    *) named=$(grep -qF -- "$want" <<<"$first" && echo ok) ;;
+    esac
+    if [ $rc -eq 0 ] && [ "$named" = ok ] && grep -q '^  stories15M   q8_0  1T ' "$tmp/out"; then
+        ok "--prefetch $m: decodes; the first line names ${want:-whatever this CPU gets}"
+    else bad "--prefetch $m: exit $rc, first line: $first (wanted ${want:-any})"; fi
+done
 
 run --help
 if [ $? -eq 0 ] && grep -q -- "--bw" "$tmp/out" && grep -q -- "--rows" "$tmp/out" && grep -q "^build: " "$tmp/out"; then ok "--help lists the options and the build"

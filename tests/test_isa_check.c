@@ -166,19 +166,23 @@ static void test_decode_rules(void) {
 }
 
 /* Vendor (leaf 0: EBX EDX ECX, little-endian) and family (leaf 1 EAX) pick
- * the kernels' Zen 5 tuning (core/tune.h): AMD family 26 and later only;
+ * the kernels' streaming (core/tune.h): into L1 on AMD family 26 and later,
+ * the hardware prefetchers alone on family 25, into L2 on anything else;
  * the features do not depend on them, and the report names only a plain
  * vendor string (the JSON report does not escape). */
 static void test_vendor(void) {
     int before = tl_failed;
-    enum { ZEN5 = 0x00B00F21, ZEN4 = 0x00A10F11, SKYLAKE = 0x00050654 }; /* leaf 1 EAX: family 26, 25, 6 */
-    static const struct { const char *name; uint32_t w[3]; uint32_t eax; int l1; const char *named; } cpus[] = {
-        {"AuthenticAMD, Zen 5", {0x68747541, 0x69746e65, 0x444d4163}, ZEN5, 1, "AuthenticAMD"},
-        {"AuthenticAMD, Zen 4", {0x68747541, 0x69746e65, 0x444d4163}, ZEN4, 0, "AuthenticAMD"},
-        {"HygonGenuine", {0x6f677948, 0x6e65476e, 0x656e6975}, ZEN5, 0, "HygonGenuine"},
-        {"GenuineIntel", {0x756e6547, 0x49656e69, 0x6c65746e}, SKYLAKE, 0, "GenuineIntel"},
-        {"a quote in the vendor", {0x68747541, 0x69746e65, 0x444d4122}, ZEN5, 0, NULL},
-        {"no vendor", {0, 0, 0}, ZEN5, 0, NULL},
+    /* leaf 1 EAX: family 26, 25, 23, 6 */
+    enum { ZEN5 = 0x00B00F21, ZEN4 = 0x00A10F11, ZEN2 = 0x00830F10, SKYLAKE = 0x00050654 };
+    enum { L2 = ML_STREAM_L2, L1 = ML_STREAM_L1, HW = ML_STREAM_HW };
+    static const struct { const char *name; uint32_t w[3]; uint32_t eax; int stream; const char *named; } cpus[] = {
+        {"AuthenticAMD, Zen 5", {0x68747541, 0x69746e65, 0x444d4163}, ZEN5, L1, "AuthenticAMD"},
+        {"AuthenticAMD, Zen 4", {0x68747541, 0x69746e65, 0x444d4163}, ZEN4, HW, "AuthenticAMD"},
+        {"AuthenticAMD, Zen 2", {0x68747541, 0x69746e65, 0x444d4163}, ZEN2, L2, "AuthenticAMD"},
+        {"HygonGenuine", {0x6f677948, 0x6e65476e, 0x656e6975}, ZEN5, L2, "HygonGenuine"},
+        {"GenuineIntel", {0x756e6547, 0x49656e69, 0x6c65746e}, SKYLAKE, L2, "GenuineIntel"},
+        {"a quote in the vendor", {0x68747541, 0x69746e65, 0x444d4122}, ZEN5, L2, NULL},
+        {"no vendor", {0, 0, 0}, ZEN5, L2, NULL},
     };
     ml_cpu_features plain;
     ml_x86_decode(&epyc.r, &plain);
@@ -188,7 +192,7 @@ static void test_vendor(void) {
         r.l1_eax = cpus[i].eax;
         ml_cpu_features f;
         ml_x86_decode(&r, &f);
-        CHECK(f.prefetch_l1 == cpus[i].l1, "%s: Zen 5 tuning %d, got %d", cpus[i].name, cpus[i].l1, f.prefetch_l1);
+        CHECK(f.stream == cpus[i].stream, "%s: streaming %d, got %d", cpus[i].name, cpus[i].stream, f.stream);
         CHECK(f.has == plain.has, "%s: the features do not change", cpus[i].name);
         if (cpus[i].named)
             CHECK(strstr(f.source, cpus[i].named) != NULL, "%s: source names it: %s", cpus[i].name, f.source);
@@ -201,8 +205,10 @@ static void test_vendor(void) {
     r.max_leaf = 0;
     ml_cpu_features f;
     ml_x86_decode(&r, &f);
-    CHECK(!f.prefetch_l1 && !strstr(f.source, "AMD"), "max leaf 0: no vendor: %s", f.source);
-    GROUP_DONE("vendor and family: the Zen 5 tuning for AMD family 26 on only, a plain vendor name", before);
+    CHECK(f.stream == ML_STREAM_L2 && !strstr(f.source, "AMD"), "max leaf 0: no vendor: %s", f.source);
+    GROUP_DONE("vendor and family: L1 streaming for AMD family 26 on, hardware for 25, L2 otherwise; a plain "
+               "vendor name",
+               before);
 }
 
 static void test_x86_verdicts(void) {
@@ -364,11 +370,11 @@ static void test_host(void) {
     CHECK(ml_isa_check(&e) == ML_OK, "host check passes in a running binary");
     ml_cpu_features f;
     ml_cpu_detect(&f);
-    CHECK(ml_prefetch_l1() == f.prefetch_l1, "the check tuned the kernels for this CPU: %d, wanted %d",
-          ml_prefetch_l1(), f.prefetch_l1);
+    CHECK(ml_stream() == f.stream, "the check tuned the kernels for this CPU: %d, wanted %d", ml_stream(), f.stream);
     /* a setting by hand (ml_bench --prefetch) survives the next check (a model's open) */
-    ml_set_prefetch_l1(!f.prefetch_l1);
-    CHECK(ml_isa_check(&e) == ML_OK && ml_prefetch_l1() == !f.prefetch_l1, "the check kept the setting by hand");
+    const int other = f.stream == ML_STREAM_HW ? ML_STREAM_L1 : ML_STREAM_HW;
+    ml_set_stream(other);
+    CHECK(ml_isa_check(&e) == ML_OK && ml_stream() == other, "the check kept the setting by hand");
     char buf[2048];
     ml_isa_report(buf, sizeof buf);
     CHECK(strstr(buf, "this build  : supported") || strstr(buf, "assumed supported"), "host report:\n%s", buf);

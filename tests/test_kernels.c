@@ -384,13 +384,16 @@ static void test_matvec(tctx *t, ml_type type, matvec_fn isa, matvec_fn sc, cons
             if (rows > 64 && K > 288) continue;
             matvec_case(t, type, rows, K, MV_SCALED, isa, sc, name);
 #if defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86)
-            /* the other tuning (core/tune.h: the avx512vnni matvec's read
-             * order and prefetches): the same bits; x86 only (ARM has no
-             * such choice, and its rows run under qemu) */
-            const int l1 = ml_prefetch_l1();
-            ml_set_prefetch_l1(!l1);
-            matvec_case(t, type, rows, K, MV_SCALED, isa, sc, name);
-            ml_set_prefetch_l1(l1);
+            /* the other streaming modes (core/tune.h: the avx512vnni
+             * matvec's read order and prefetches): the same bits; x86 only
+             * (ARM has no such choice, and its rows run under qemu) */
+            const int mode = ml_stream();
+            for (int m = ML_STREAM_L2; m <= ML_STREAM_HW; m++) {
+                if (m == mode) continue;
+                ml_set_stream(m);
+                matvec_case(t, type, rows, K, MV_SCALED, isa, sc, name);
+            }
+            ml_set_stream(mode);
 #endif
             if (K <= 512) {
                 matvec_case(t, type, rows, K, MV_UNIT, isa, sc, name);
@@ -400,8 +403,8 @@ static void test_matvec(tctx *t, ml_type type, matvec_fn isa, matvec_fn sc, cons
         }
     char what[160];
     snprintf(what, sizeof what,
-             "%s: exact integer sums, 1e-5 with scales, denormal scales, row ranges, K and rows sweep, both run-time "
-             "tunings (x86)",
+             "%s: exact integer sums, 1e-5 with scales, denormal scales, row ranges, K and rows sweep, every streaming "
+             "mode (x86)",
              name);
     GROUP_DONE(what, before);
 }
@@ -1149,7 +1152,7 @@ static void layout_case(tctx *t, ml_type type, int rows, int K, int mode, int pa
 
 /* The layout each weight type asks for; with ML_LAYOUT_R16, its kernels
  * over packed matrices (full groups, a tail of rows, none) at block counts
- * around the kernels' chunks of 16, in every mode and both tunings (x86). */
+ * around the kernels' chunks of 16, in every input mode and streaming mode (x86). */
 static void test_weight_layout(tctx *t) {
     int before = tl_failed;
     const ml_type types[2] = {ML_TYPE_Q8_0, ML_TYPE_Q4_0};
@@ -1172,10 +1175,13 @@ static void test_weight_layout(tctx *t) {
                         layout_case(t, types[ty], rows, K, MV_TINY, layout == ML_LAYOUT_R16);
                     }
 #if defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86)
-                    const int l1 = ml_prefetch_l1(); /* the other tuning (core/tune.h) */
-                    ml_set_prefetch_l1(!l1);
-                    layout_case(t, types[ty], rows, K, MV_SCALED, layout == ML_LAYOUT_R16);
-                    ml_set_prefetch_l1(l1);
+                    const int mode = ml_stream(); /* the other streaming modes (core/tune.h) */
+                    for (int m = ML_STREAM_L2; m <= ML_STREAM_HW; m++) {
+                        if (m == mode) continue;
+                        ml_set_stream(m);
+                        layout_case(t, types[ty], rows, K, MV_SCALED, layout == ML_LAYOUT_R16);
+                    }
+                    ml_set_stream(mode);
 #endif
                 }
         }

@@ -31,14 +31,15 @@ static double now(void) {
 
 int main(int argc, char **argv) {
     if (argc != 7 && argc != 8) {
-        fprintf(stderr, "usage: time_matmul q8|q4 ROWS COLS TOKENS COPIES REPS [l1|l2]\n");
+        fprintf(stderr, "usage: time_matmul q8|q4 ROWS COLS TOKENS COPIES REPS [l1|l2|hw]\n");
         return 2;
     }
-    if (argc == 8 && strcmp(argv[7], "l1") && strcmp(argv[7], "l2")) {
-        fprintf(stderr, "time_matmul: the 7th argument is l1 or l2\n");
+    if (argc == 8 && strcmp(argv[7], "l1") && strcmp(argv[7], "l2") && strcmp(argv[7], "hw")) {
+        fprintf(stderr, "time_matmul: the 7th argument is l1, l2 or hw\n");
         return 2;
     }
-    ml_set_prefetch_l1(argc == 8 && !strcmp(argv[7], "l1"));
+    const char *mode = argc == 8 ? argv[7] : "l2";
+    ml_set_stream(!strcmp(mode, "l1") ? ML_STREAM_L1 : !strcmp(mode, "hw") ? ML_STREAM_HW : ML_STREAM_L2);
     const int q4 = !strcmp(argv[1], "q4");
     const int rows = atoi(argv[2]), cols = atoi(argv[3]), n_tok = atoi(argv[4]), copies = atoi(argv[5]),
               reps = atoi(argv[6]);

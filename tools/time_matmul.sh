@@ -8,7 +8,7 @@
 # usage: tools/time_matmul.sh [ISA]   (default: the best build for this CPU)
 # env: HOT="ROWS COLS" (default "256 2048": 288-544 KiB, in L2), COLD="ROWS
 #      COLS COPIES" (default "5632 2048 50": 288-577 MB), TOKENS (default 8),
-#      REPS (default 20 hot, 3 cold), PREFETCH=l1|l2 (the avx512vnni matvec's
+#      REPS (default 20 hot, 3 cold), PREFETCH=l1|l2|hw (the avx512vnni matvec's
 #      streaming, core/tune.h; default: the CPU's choice, as ml_run makes it)
 set -eu
 cd "$(dirname "$0")/.."
@@ -26,8 +26,9 @@ gen=$(make -s ISA="$isa" print-gen)
 cc -std=c11 -O2 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -I. -I"$build/gen" -I"$gen" -DML_ISA="$isa" \
     tools/time_matmul.c $(find "$build/obj/kernels" -name '*.o') "$build/obj/core/tune.o" "$build/obj/core/pack.o" -o "$bin" -lm
 if [ -z "${PREFETCH:-}" ]; then # ml_bench's banner says which the guard chose
-    PREFETCH=l2
-    ! "$build/ml_bench" --kernels-only --reps 1 --wtype q8_0 | head -n 1 | grep -q 'Zen 5' || PREFETCH=l1
+    PREFETCH=$("$build/ml_bench" --kernels-only --reps 1 --wtype q8_0 | head -n 1 | grep -o -- '--prefetch [a-z0-9]*' || true)
+    PREFETCH=${PREFETCH#--prefetch }
+    : "${PREFETCH:=l2}"
 fi
 read -r hr hc <<<"$HOT"
 read -r cr cc_ copies <<<"$COLD"

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "config/ml_kernels.h"
+#include "core/tune.h"
 #include "kernels/kernel_util.h"
 
 /* Per 128-bit chunk c: [sum v0.c, sum v1.c, sum v2.c, sum v3.c]. */
@@ -97,8 +98,8 @@ ML_INLINE size_t ml_avx512_wbytes(ml_type t) { return t == ML_TYPE_Q4_0 ? ML_Q4_
  * w ^ 0x80 = w + 128, Q4_0 as its stored nibbles, value + 8. */
 ML_INLINE int ml_avx512_off(ml_type t) { return t == ML_TYPE_Q4_0 ? ML_Q4_OFFSET : 128; }
 
-/* How many rows ahead the matvec prefetches, into L2 (l1 = 0) or L1 (the
- * Zen 5 tuning, core/tune.h). Into L2 (the Intel Xeon host, where it
+/* How many rows ahead the matvec prefetches, into L2 (ML_STREAM_L2) or L1
+ * (ML_STREAM_L1, the Zen 5 streaming; core/tune.h). Into L2 (the Intel Xeon host, where it
  * streamed 7-16% (Q4_0) and 6-11% (Q8_0) more than the same prefetches into
  * L1): Q8_0 half a group (a whole one, 32 KiB of quants at dim 2048,
  * crowded that CPU's 48 KiB L1 when the prefetches went there; into L2, 16
@@ -106,14 +107,22 @@ ML_INLINE int ml_avx512_off(ml_type t) { return t == ML_TYPE_Q4_0 ? ML_Q4_OFFSET
  * dim 2048; half a group ahead was 2-10% slower). Into L1 on Zen 5 (48 KiB
  * too): the next group for both, the best of 4 to 32 rows in the access
  * pattern alone (docs/PERF.md "AMD Zen 5, row runs"). */
-ML_INLINE size_t ml_avx512_pf_rows(ml_type t, int l1) { return t == ML_TYPE_Q4_0 || l1 ? 16 : 8; }
+ML_INLINE size_t ml_avx512_pf_rows(ml_type t, int pf) { return t == ML_TYPE_Q4_0 || pf == ML_STREAM_L1 ? 16 : 8; }
 
-/* Prefetch line p into L1 or L2 (l1 a constant after inlining). */
-ML_INLINE void ml_avx512_pf(uintptr_t p, int l1) {
-    if (l1)
+/* Prefetch weight line p as streaming mode pf says (core/tune.h, a
+ * constant after inlining): into L1, into L2, or not at all. */
+ML_INLINE void ml_avx512_pf(uintptr_t p, int pf) {
+    if (pf == ML_STREAM_L1)
         _mm_prefetch((const char *)p, _MM_HINT_T0);
-    else
+    else if (pf == ML_STREAM_L2)
         _mm_prefetch((const char *)p, _MM_HINT_T1);
+}
+
+/* Prefetch scale line p into L1 (a tenth as many lines as the weights';
+ * into L2 they were no faster), unless pf leaves streaming to the
+ * hardware. */
+ML_INLINE void ml_avx512_pf_scales(uintptr_t p, int pf) {
+    if (pf != ML_STREAM_HW) _mm_prefetch((const char *)p, _MM_HINT_T0);
 }
 
 /* A step's activations: n (1..4) blocks at xq (missing blocks are zeros). */

@@ -22,7 +22,7 @@
  * caller split [r0, r1) (for a packed matrix, ML_LAYOUT_R16, at multiples
  * of 16: ml_avx512_r16_rows).
  *
- * With the Zen 5 tuning (core/tune.h), Q8_0 reads each full chunk of 16
+ * With the Zen 5 streaming (ML_STREAM_L1, core/tune.h), Q8_0 reads each full chunk of 16
  * blocks row by row instead (ml_avx512_runs): the same dots, tree and
  * float order, another read order.
  * The primitives are avx512_dot.h's, for weights of type t (ML_TYPE_Q8_0
@@ -107,23 +107,22 @@ ML_INLINE void ml_avx512_addrs(const int8_t **g, const int8_t *a, size_t s, int 
 /* A step's prefetches, for a step of n (4 when full) blocks: pf: where the
  * bytes to prefetch start (16 steps of a row of them), pfd: where their
  * scales do (16 rows x 4 bytes is a line a block; fp16 scales (st), half
- * a line). The bytes go to L2 or L1 (l1, ml_prefetch_l1); the scales, a
- * tenth as many lines, to L1 (into L2 they were no faster). */
-ML_INLINE void ml_avx512_pf_step(uintptr_t pf, uintptr_t pfd, int n, ml_type t, ml_type st, int l1) {
+ * a line); mode: core/tune.h's streaming (ml_avx512_pf, _pf_scales). */
+ML_INLINE void ml_avx512_pf_step(uintptr_t pf, uintptr_t pfd, int n, ml_type t, ml_type st, int mode) {
     const size_t wb = ml_avx512_wbytes(t);
     ML_UNROLL for (int l = 0; l < 4; l++)
-        if (l < n && (st == ML_TYPE_F32 || 2 * l < n)) _mm_prefetch((const char *)(pfd + (size_t)l * 64), _MM_HINT_T0);
+        if (l < n && (st == ML_TYPE_F32 || 2 * l < n)) ml_avx512_pf_scales(pfd + (size_t)l * 64, mode);
     ML_UNROLL for (int i = 0; i < 16; i++)
-        ML_UNROLL for (size_t l = 0; l < 4 * wb; l += 64) ml_avx512_pf(pf + (size_t)i * 4 * wb + l, l1);
+        ML_UNROLL for (size_t l = 0; l < 4 * wb; l += 64) ml_avx512_pf(pf + (size_t)i * 4 * wb + l, mode);
 }
 
 /* One step: n (4 when full) blocks starting at block b of every row,
  * prefetching as ml_avx512_pf_step. */
 ML_INLINE __m512 ml_avx512_step(__m512 acc, const int8_t *wq, size_t wstride, int nr, size_t b, const int8_t *xq,
                                 const __m512 *sc, int n, const int8_t *pf, uintptr_t pfd, ml_type t, ml_type st,
-                                int l1) {
+                                int mode) {
     const size_t wb = ml_avx512_wbytes(t);
-    ml_avx512_pf_step((uintptr_t)pf, pfd, n, t, st, l1);
+    ml_avx512_pf_step((uintptr_t)pf, pfd, n, t, st, mode);
     ml_avx512_x4 xs;
     ml_avx512_xprep(&xs, xq + b * ML_QK, n, t);
     const int8_t *g[16];
@@ -172,10 +171,10 @@ ML_INLINE __m512 ml_avx512_runs(__m512 acc, const int8_t *wq, size_t wstride, in
 }
 
 /* nr (16, or 1..15 for the last group) consecutive rows starting at y;
- * l1 (a constant after inlining): the Zen 5 tuning (core/tune.h), the
- * prefetches into L1 and Q8_0's full chunks in row runs. */
+ * mode (a constant after inlining): core/tune.h's streaming, whose Zen 5
+ * mode (ML_STREAM_L1) also reads Q8_0's full chunks in row runs. */
 ML_INLINE void ml_avx512_rows(float *y, const int8_t *wq, size_t wstride, const void *wd, const int8_t *xq,
-                              const float *xd, int nb, int nr, ml_type t, ml_type st, int l1) {
+                              const float *xd, int nb, int nr, ml_type t, ml_type st, int mode) {
     const size_t wb = ml_avx512_wbytes(t), sb = (size_t)ml_scale_bytes(st);
     __m512 acc = _mm512_setzero_ps();
     /* The bytes and scales ml_avx512_pf_rows rows ahead, linearly, as
@@ -184,30 +183,30 @@ ML_INLINE void ml_avx512_rows(float *y, const int8_t *wq, size_t wstride, const 
      * streamed 20.4 GB/s instead of 24 (the scales are 20% of Q4_0's bytes).
      * The addresses are integers: past the matrix end they are never C
      * pointers, and prefetches do not fault. */
-    uintptr_t pf = (uintptr_t)wq + ml_avx512_pf_rows(t, l1) * wstride;
-    uintptr_t pfd = (uintptr_t)wd + ml_avx512_pf_rows(t, l1) * (size_t)nb * sb;
+    uintptr_t pf = (uintptr_t)wq + ml_avx512_pf_rows(t, mode) * wstride;
+    uintptr_t pfd = (uintptr_t)wd + ml_avx512_pf_rows(t, mode) * (size_t)nb * sb;
     for (int b0 = 0; b0 < nb; b0 += 16) {
         const int n = nb - b0 < 16 ? nb - b0 : 16;
         __m512 sc[16];
         ml_avx512_scales16(sc, wd, (size_t)nb, nr, b0, n, xd + b0, st);
-        if (t == ML_TYPE_Q8_0 && n == 16 && l1) {
+        if (t == ML_TYPE_Q8_0 && n == 16 && mode == ML_STREAM_L1) {
             acc = ml_avx512_runs(acc, wq, wstride, nr, b0, xq, sc, &pf, &pfd, st);
             continue;
         }
         int j = 0;
         for (; j + 4 <= n; j += 4, pf += 16 * (4 * wb), pfd += 4 * 16 * sb)
             acc = ml_avx512_step(acc, wq, wstride, nr, (size_t)(b0 + j), xq, sc + j, 4, (const int8_t *)pf, pfd, t, st,
-                                 l1);
+                                 mode);
         if (n - j > 2) {
             acc = ml_avx512_step(acc, wq, wstride, nr, (size_t)(b0 + j), xq, sc + j, n - j, (const int8_t *)pf, pfd, t,
-                                 st, l1);
+                                 st, mode);
         } else {
             for (; j < n; j++) { /* one or two blocks left: one at a time */
                 const size_t b = (size_t)(b0 + j);
                 const int8_t *g[16];
                 ml_avx512_addrs(g, wq + b * wb, wstride, nr);
-                ML_UNROLL for (size_t l = 0; l < 16 * wb; l += 64) ml_avx512_pf(pf + l, l1);
-                _mm_prefetch((const char *)pfd, _MM_HINT_T0);
+                ML_UNROLL for (size_t l = 0; l < 16 * wb; l += 64) ml_avx512_pf(pf + l, mode);
+                ml_avx512_pf_scales(pfd, mode);
                 pf += 16 * wb;
                 pfd += 16 * sb;
                 const __m512i s = ml_avx512_dot16(g, xq + b * ML_QK, t);
@@ -239,9 +238,9 @@ ML_INLINE void ml_avx512_rows(float *y, const int8_t *wq, size_t wstride, const 
  * for every token (ml_avx512_r16_block) and multiplied by the activation
  * bytes broadcast: lane i is row i's exact sumi, with no transpose and no
  * reduction tree; then the float step of ml_avx512_rows in the same block
- * order. The weights are one linear stream, prefetched ahead. */
+ * order. The weights are one linear stream, prefetched ahead as mode says. */
 ML_INLINE void ml_avx512_r16_rows(float *y, size_t ldy, const int8_t *gq, const void *gd, const ml_qbatch *X, int nt,
-                                  ml_type t, ml_type st, int l1) {
+                                  ml_type t, ml_type st, int mode) {
     const int nb = X->n / ML_QK;
     const size_t bb = 16 * ml_avx512_wbytes(t), sb = (size_t)ml_scale_bytes(st);
     const uintptr_t pf = (uintptr_t)gq + ML_AVX512_R16_AHEAD;
@@ -259,8 +258,8 @@ ML_INLINE void ml_avx512_r16_rows(float *y, size_t ldy, const int8_t *gq, const 
             _mm512_storeu_si512(cx[k], ml_avx512_xsums16(q, t));
         }
         for (int b = b0; b < b0 + n; b++) {
-            ML_UNROLL for (size_t l = 0; l < bb; l += 64) ml_avx512_pf(pf + (size_t)b * bb + l, l1);
-            _mm_prefetch((const char *)(pfd + (size_t)b * 16 * sb), _MM_HINT_T0);
+            ML_UNROLL for (size_t l = 0; l < bb; l += 64) ml_avx512_pf(pf + (size_t)b * bb + l, mode);
+            ml_avx512_pf_scales(pfd + (size_t)b * 16 * sb, mode);
             __m512i w[8], s[ML_AVX512_R16_T];
             ml_avx512_r16_block(w, gq + (size_t)b * bb, t);
             ML_UNROLL for (int k = 0; k < ML_AVX512_R16_T; k++)
@@ -287,16 +286,16 @@ ML_INLINE void ml_avx512_r16_rows(float *y, size_t ldy, const int8_t *gq, const 
  * accumulators stay in registers. */
 _Static_assert(ML_AVX512_R16_T == 8, "ml_avx512_r16_group has a case for each count");
 ML_INLINE void ml_avx512_r16_group(float *y, size_t ldy, const int8_t *gq, const void *gd, const ml_qbatch *x,
-                                    ml_type type, ml_type st, int l1) {
+                                    ml_type type, ml_type st, int mode) {
     switch (x->n_tok) {
-    case 1: ml_avx512_r16_rows(y, ldy, gq, gd, x, 1, type, st, l1); break;
-    case 2: ml_avx512_r16_rows(y, ldy, gq, gd, x, 2, type, st, l1); break;
-    case 3: ml_avx512_r16_rows(y, ldy, gq, gd, x, 3, type, st, l1); break;
-    case 4: ml_avx512_r16_rows(y, ldy, gq, gd, x, 4, type, st, l1); break;
-    case 5: ml_avx512_r16_rows(y, ldy, gq, gd, x, 5, type, st, l1); break;
-    case 6: ml_avx512_r16_rows(y, ldy, gq, gd, x, 6, type, st, l1); break;
-    case 7: ml_avx512_r16_rows(y, ldy, gq, gd, x, 7, type, st, l1); break;
-    default: ml_avx512_r16_rows(y, ldy, gq, gd, x, ML_AVX512_R16_T, type, st, l1); break;
+    case 1: ml_avx512_r16_rows(y, ldy, gq, gd, x, 1, type, st, mode); break;
+    case 2: ml_avx512_r16_rows(y, ldy, gq, gd, x, 2, type, st, mode); break;
+    case 3: ml_avx512_r16_rows(y, ldy, gq, gd, x, 3, type, st, mode); break;
+    case 4: ml_avx512_r16_rows(y, ldy, gq, gd, x, 4, type, st, mode); break;
+    case 5: ml_avx512_r16_rows(y, ldy, gq, gd, x, 5, type, st, mode); break;
+    case 6: ml_avx512_r16_rows(y, ldy, gq, gd, x, 6, type, st, mode); break;
+    case 7: ml_avx512_r16_rows(y, ldy, gq, gd, x, 7, type, st, mode); break;
+    default: ml_avx512_r16_rows(y, ldy, gq, gd, x, ML_AVX512_R16_T, type, st, mode); break;
     }
 }
 
@@ -312,7 +311,7 @@ ML_INLINE void ml_avx512_r16_group(float *y, size_t ldy, const int8_t *gq, const
  * over packed groups 38.6, over row-major rows 34.2, streamed 24.5; Q4_0
  * 26.4, 25.4, 16.1). */
 ML_INLINE int ml_avx512_r16_span(float *Y, size_t ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1,
-                                 ml_type t, ml_type st, int l1) {
+                                 ml_type t, ml_type st, int mode) {
     const size_t nb = (size_t)(W->cols / ML_QK), bpb = ml_avx512_wbytes(t), sb = (size_t)ml_scale_bytes(st);
     int r = r0;
     for (; r + 16 <= r1 && r + 16 <= W->rows / 16 * 16; r += 16)
@@ -320,35 +319,47 @@ ML_INLINE int ml_avx512_r16_span(float *Y, size_t ldy, const ml_qtensor *W, cons
             const int nt = X->n_tok - t0 < ML_AVX512_R16_T ? X->n_tok - t0 : ML_AVX512_R16_T;
             const ml_qbatch x = {X->q + (size_t)t0 * (size_t)X->n, X->d + (size_t)t0 * nb, X->n, nt};
             ml_avx512_r16_group(Y + (size_t)t0 * ldy + (size_t)r, ldy, W->q + (size_t)r * nb * bpb,
-                                (const char *)W->d + (size_t)r * nb * sb, &x, t, st, l1);
+                                (const char *)W->d + (size_t)r * nb * sb, &x, t, st, mode);
         }
     return r;
 }
 
-/* rows [r0, r1), l1 as in ml_avx512_rows; a packed matrix's full groups
+/* rows [r0, r1), mode as in ml_avx512_rows; a packed matrix's full groups
  * through ml_avx512_r16_span. */
 ML_INLINE void ml_avx512_matvec_pf(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1, ml_type t,
-                                   ml_type st, int l1) {
+                                   ml_type st, int mode) {
     const int nb = W->cols / ML_QK;
     const size_t wb = ml_avx512_wbytes(t), sb = (size_t)ml_scale_bytes(st);
     const size_t wstride = (size_t)nb * wb;
     const char *wd = (const char *)W->d;
     const ml_qbatch x1 = {x->q, x->d, x->n, 1};
-    int r = W->layout == ML_LAYOUT_R16 ? ml_avx512_r16_span(y, 0, W, &x1, r0, r1, t, st, l1) : r0;
+    int r = W->layout == ML_LAYOUT_R16 ? ml_avx512_r16_span(y, 0, W, &x1, r0, r1, t, st, mode) : r0;
     for (; r + 16 <= r1; r += 16)
         ml_avx512_rows(y + r, W->q + (size_t)r * wstride, wstride, wd + (size_t)r * (size_t)nb * sb, x->q, x->d, nb,
-                       16, t, st, l1);
+                       16, t, st, mode);
     if (r < r1)
         ml_avx512_rows(y + r, W->q + (size_t)r * wstride, wstride, wd + (size_t)r * (size_t)nb * sb, x->q, x->d, nb,
-                       r1 - r, t, st, l1);
+                       r1 - r, t, st, mode);
+}
+
+/* The streaming mode for matrix W of type t: core/tune.h's, but under
+ * ML_STREAM_HW (Zen 4) only Q8_0 rows of 2048 or more go without software
+ * prefetches; shorter Q8_0 rows prefetch into L2 and Q4_0 into L1, each the
+ * fastest there (docs/PERF.md "AMD Zen 4, the hardware prefetchers"). */
+ML_INLINE int ml_avx512_stream(const ml_qtensor *W, ml_type t) {
+    const int m = ml_stream();
+    if (m != ML_STREAM_HW) return m;
+    if (t == ML_TYPE_Q4_0) return ML_STREAM_L1;
+    return W->cols >= 2048 ? ML_STREAM_HW : ML_STREAM_L2;
 }
 
 ML_INLINE void ml_avx512_matvec(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1, ml_type t,
                                 ml_type st) {
-    if (ml_prefetch_l1())
-        ml_avx512_matvec_pf(y, W, x, r0, r1, t, st, 1);
-    else
-        ml_avx512_matvec_pf(y, W, x, r0, r1, t, st, 0);
+    switch (ml_avx512_stream(W, t)) { /* each mode a constant in its copy */
+    case ML_STREAM_L1: ml_avx512_matvec_pf(y, W, x, r0, r1, t, st, ML_STREAM_L1); break;
+    case ML_STREAM_HW: ml_avx512_matvec_pf(y, W, x, r0, r1, t, st, ML_STREAM_HW); break;
+    default: ml_avx512_matvec_pf(y, W, x, r0, r1, t, st, ML_STREAM_L2); break;
+    }
 }
 
 /* ---- a few tokens at once (the matmul of a small batch) ------------------- */
@@ -358,7 +369,7 @@ ML_INLINE void ml_avx512_matvec(float *y, const ml_qtensor *W, const ml_qact *x,
 #define ML_AVX512_NT 4
 
 /* The matvec of nt (1..ML_AVX512_NT) tokens over nr rows: the steps and
- * prefetches of ml_avx512_rows without the Zen 5 tuning, but each step's
+ * prefetches of ml_avx512_rows into L2 whatever the tuning, but each step's
  * 16 rows are loaded and made unsigned once (w, on the stack: L1) and
  * serve every token; each token then does the matvec's dots, tree and
  * float order, so each (row, token) is the matvec's, bit for bit. A step
@@ -371,8 +382,8 @@ ML_INLINE void ml_avx512_rows_nt(float *y, size_t ldy, const int8_t *wq, size_t 
     const size_t wb = ml_avx512_wbytes(t), sb = (size_t)ml_scale_bytes(st);
     __m512 acc[ML_AVX512_NT];
     for (int k = 0; k < nt; k++) acc[k] = _mm512_setzero_ps();
-    uintptr_t pf = (uintptr_t)wq + ml_avx512_pf_rows(t, 0) * wstride;
-    uintptr_t pfd = (uintptr_t)wd + ml_avx512_pf_rows(t, 0) * (size_t)nb * sb;
+    uintptr_t pf = (uintptr_t)wq + ml_avx512_pf_rows(t, ML_STREAM_L2) * wstride;
+    uintptr_t pfd = (uintptr_t)wd + ml_avx512_pf_rows(t, ML_STREAM_L2) * (size_t)nb * sb;
     for (int b0 = 0; b0 < nb; b0 += 16) {
         const int n = nb - b0 < 16 ? nb - b0 : 16;
         __m512 dw[16];
@@ -380,7 +391,7 @@ ML_INLINE void ml_avx512_rows_nt(float *y, size_t ldy, const int8_t *wq, size_t 
         for (int j = 0; j < n; j += 4) {
             const int ns = n - j < 4 ? n - j : 4;
             const size_t b = (size_t)(b0 + j);
-            ml_avx512_pf_step(pf, pfd, ns, t, st, 0);
+            ml_avx512_pf_step(pf, pfd, ns, t, st, ML_STREAM_L2);
             pf += 16 * ((size_t)ns * wb);
             pfd += (size_t)ns * 16 * sb;
             const int8_t *g[16];
