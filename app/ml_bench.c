@@ -36,9 +36,10 @@ static void usage(FILE *f) {
             "  --mmap           with -m: map the file\n"
             "  --f16-scales     random weights with fp16 block scales (.mlb version 2, stype 1)\n"
             "  --prefetch P     the avx512vnni matvec's streaming: l1 (Zen 5's: prefetch into\n"
-            "                   L1, Q8_0 in row runs) | l2 (prefetch into L2) | hw (Zen 4's:\n"
-            "                   no software prefetch) | auto (default: l1 on AMD family 26\n"
-            "                   and later, hw on family 25, else l2); the same results either way\n"
+            "                   L1, Q8_0 in row runs) | l2 (prefetch into L2) | hw (Zen 4's: Q8_0\n"
+            "                   rows of 2048+ left to the hardware prefetchers, Q4_0 into L1)\n"
+            "                   | auto (default: l1 on AMD family 26 and later, hw on family\n"
+            "                   25, else l2); the same results either way\n"
             "  --bw             after each model figure, the memory read bandwidth with as\n"
             "                   many threads (1 GiB buffer) and the figure's share of it\n"
             "  --rows           also print a '#row KIND ISA NAME VALUE' line per figure,\n"
@@ -129,7 +130,7 @@ int ml_main(int argc, char **argv) {
     rc = ML_EXIT_OK;
     ml_rng rng = {0x243F6A8885A308D3ull};
     static const char *const stream[] = {"", ", Zen 5 streaming (--prefetch l1)",
-                                          ", hardware prefetch only (--prefetch hw)"};
+                                          ", Zen 4 streaming (--prefetch hw)"};
     printf("ml_bench: %s build, median of %d runs%s\n", ML_ISA_NAME, o.reps,
            !strcmp(ML_ISA_NAME, "avx512vnni") ? stream[ml_stream()] : "");
     if (o.kernels && !o.model_path) {

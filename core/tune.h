@@ -13,12 +13,14 @@
  *  - ML_STREAM_L1: the Zen 5 streaming, AMD family 26 on: 16 rows ahead
  *    into L1 and Q8_0 in row runs (TinyLlama decode 1.14-1.27x Q8_0,
  *    1.09-1.19x Q4_0); "AMD Zen 5, row runs".
- *  - ML_STREAM_HW: Q8_0 rows of 2048 or more with no software prefetch,
- *    the hardware prefetchers alone; shorter Q8_0 rows into L2, Q4_0 into
- *    L1 (kernels/avx512vnni/matvec_body.h, ml_avx512_stream). AMD family
- *    25 (Zen 4; Zen 3, the rest of the family, has no AVX-512), where
- *    prefetches into either cache slowed TinyLlama's Q8_0 decode 1.2-1.35x;
- *    "AMD Zen 4, the hardware prefetchers". */
+ *  - ML_STREAM_HW: for 1 or 2 tokens, Q8_0 rows of 2048 or more with no
+ *    software prefetch, the hardware prefetchers alone; shorter Q8_0 rows
+ *    into L2, Q4_0 into L1; batches of 3 or more into L2
+ *    (kernels/avx512vnni/matvec_body.h, ml_avx512_stream). AMD family 25
+ *    (Zen 4; Zen 3, the rest of the family, has no AVX-512), where
+ *    prefetches into L2 slowed TinyLlama's Q8_0 decode 1.3x, into L1 1.1x;
+ *    "AMD Zen 4, the hardware prefetchers".
+ * A value other than these three is taken as ML_STREAM_L2. */
 enum { ML_STREAM_L2, ML_STREAM_L1, ML_STREAM_HW };
 
 void ml_set_stream(int mode);  /* by hand */

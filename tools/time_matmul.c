@@ -12,8 +12,8 @@
  * no prefetching makes the batch cheaper than that ratio.
  * The weights are laid out as the loader lays them out for this build
  * (core/pack.h), unless ML_ROWS is set (the file's row-major layout).
- * usage: time_matmul q8|q4 ROWS COLS TOKENS COPIES REPS [l1|l2]
- * (l1, l2: the matvec's streaming, core/tune.h; default l2). Built by the
+ * usage: time_matmul q8|q4 ROWS COLS TOKENS COPIES REPS [l1|l2|hw]
+ * (the matvec's streaming, core/tune.h; default l2). Built by the
  * script against a build's kernel objects (-DML_ISA=<isa>). */
 #include <stdio.h>
 #include <string.h>

@@ -107,22 +107,22 @@ ML_INLINE int ml_avx512_off(ml_type t) { return t == ML_TYPE_Q4_0 ? ML_Q4_OFFSET
  * dim 2048; half a group ahead was 2-10% slower). Into L1 on Zen 5 (48 KiB
  * too): the next group for both, the best of 4 to 32 rows in the access
  * pattern alone (docs/PERF.md "AMD Zen 5, row runs"). */
-ML_INLINE size_t ml_avx512_pf_rows(ml_type t, int pf) { return t == ML_TYPE_Q4_0 || pf == ML_STREAM_L1 ? 16 : 8; }
+ML_INLINE size_t ml_avx512_pf_rows(ml_type t, int mode) { return t == ML_TYPE_Q4_0 || mode == ML_STREAM_L1 ? 16 : 8; }
 
-/* Prefetch weight line p as streaming mode pf says (core/tune.h, a
- * constant after inlining): into L1, into L2, or not at all. */
-ML_INLINE void ml_avx512_pf(uintptr_t p, int pf) {
-    if (pf == ML_STREAM_L1)
+/* Prefetch weight line p as streaming mode says (core/tune.h, a constant
+ * after inlining): into L1, into L2, or not at all. */
+ML_INLINE void ml_avx512_pf(uintptr_t p, int mode) {
+    if (mode == ML_STREAM_L1)
         _mm_prefetch((const char *)p, _MM_HINT_T0);
-    else if (pf == ML_STREAM_L2)
+    else if (mode == ML_STREAM_L2)
         _mm_prefetch((const char *)p, _MM_HINT_T1);
 }
 
 /* Prefetch scale line p into L1 (a tenth as many lines as the weights';
- * into L2 they were no faster), unless pf leaves streaming to the
+ * into L2 they were no faster), unless mode leaves streaming to the
  * hardware. */
-ML_INLINE void ml_avx512_pf_scales(uintptr_t p, int pf) {
-    if (pf != ML_STREAM_HW) _mm_prefetch((const char *)p, _MM_HINT_T0);
+ML_INLINE void ml_avx512_pf_scales(uintptr_t p, int mode) {
+    if (mode != ML_STREAM_HW) _mm_prefetch((const char *)p, _MM_HINT_T0);
 }
 
 /* A step's activations: n (1..4) blocks at xq (missing blocks are zeros). */

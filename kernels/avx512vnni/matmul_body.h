@@ -290,16 +290,9 @@ ML_INLINE void mm512_matmul(float *Y, int ldy, const ml_qtensor *W, const ml_qba
     const int r16 = W->layout == ML_LAYOUT_R16; /* r0 (and r1, unless the last row) multiples of 16 */
     if (X->n_tok < 1) return;
     if (r16 && mm512_r16_batch(X->n_tok, W->cols)) { /* then the rows past the full groups, row-major, as any matrix's */
-        /* Zen 4's streaming without prefetches (ML_STREAM_HW) takes 1 or 2
-         * tokens only: TinyLlama Q8_0, 2 tokens ran 1.25x faster without
-         * them, 4 tokens 1.2-1.3x slower, 8 at half the speed. */
-        const int mode = X->n_tok <= 2 ? ml_avx512_stream(W, type) : ml_stream() == ML_STREAM_L1 ? ML_STREAM_L1
-                                                                                               : ML_STREAM_L2;
-        switch (mode) { /* each mode a constant in its copy */
-        case ML_STREAM_L1: r0 = ml_avx512_r16_span(Y, (size_t)ldy, W, X, r0, r1, type, st, ML_STREAM_L1); break;
-        case ML_STREAM_HW: r0 = ml_avx512_r16_span(Y, (size_t)ldy, W, X, r0, r1, type, st, ML_STREAM_HW); break;
-        default: r0 = ml_avx512_r16_span(Y, (size_t)ldy, W, X, r0, r1, type, st, ML_STREAM_L2); break;
-        }
+#define MM512_SPAN(mode) r0 = ml_avx512_r16_span(Y, (size_t)ldy, W, X, r0, r1, type, st, mode)
+        ML_AVX512_BY_STREAM(ml_avx512_stream(W, type, X->n_tok), MM512_SPAN)
+#undef MM512_SPAN
         if (r0 >= r1) return;
     }
     if (mm512_small_batch(X->n_tok, type)) {

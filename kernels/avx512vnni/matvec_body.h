@@ -342,24 +342,35 @@ ML_INLINE void ml_avx512_matvec_pf(float *y, const ml_qtensor *W, const ml_qact 
                        r1 - r, t, st, mode);
 }
 
-/* The streaming mode for matrix W of type t: core/tune.h's, but under
- * ML_STREAM_HW (Zen 4) only Q8_0 rows of 2048 or more go without software
- * prefetches; shorter Q8_0 rows prefetch into L2 and Q4_0 into L1, each the
- * fastest there (docs/PERF.md "AMD Zen 4, the hardware prefetchers"). */
-ML_INLINE int ml_avx512_stream(const ml_qtensor *W, ml_type t) {
+/* How n_tok tokens of matrix W of type t stream: core/tune.h's mode, but
+ * ML_STREAM_HW (Zen 4) is, for 1 or 2 tokens, Q8_0 rows of 2048 or more
+ * without software prefetches, shorter Q8_0 rows into L2 and Q4_0 into L1;
+ * 3 or more tokens prefetch into L2 (TinyLlama Q8_0: 2 tokens ran 1.25x
+ * faster without prefetches, 4 tokens 1.2-1.3x slower, 8 at half the
+ * speed; Q4_0's 8 tokens 1.07x slower into L1). docs/PERF.md "AMD Zen 4,
+ * the hardware prefetchers". */
+ML_INLINE int ml_avx512_stream(const ml_qtensor *W, ml_type t, int n_tok) {
     const int m = ml_stream();
     if (m != ML_STREAM_HW) return m;
+    if (n_tok > 2) return ML_STREAM_L2;
     if (t == ML_TYPE_Q4_0) return ML_STREAM_L1;
     return W->cols >= 2048 ? ML_STREAM_HW : ML_STREAM_L2;
 }
 
+/* CALL(mode) with mode ml_avx512_stream's MODE as a constant: a copy of
+ * the kernel for each. */
+#define ML_AVX512_BY_STREAM(MODE, CALL)                                                                                \
+    switch (MODE) {                                                                                                    \
+    case ML_STREAM_L1: CALL(ML_STREAM_L1); break;                                                                      \
+    case ML_STREAM_HW: CALL(ML_STREAM_HW); break;                                                                      \
+    default: CALL(ML_STREAM_L2); break;                                                                                \
+    }
+
 ML_INLINE void ml_avx512_matvec(float *y, const ml_qtensor *W, const ml_qact *x, int r0, int r1, ml_type t,
                                 ml_type st) {
-    switch (ml_avx512_stream(W, t)) { /* each mode a constant in its copy */
-    case ML_STREAM_L1: ml_avx512_matvec_pf(y, W, x, r0, r1, t, st, ML_STREAM_L1); break;
-    case ML_STREAM_HW: ml_avx512_matvec_pf(y, W, x, r0, r1, t, st, ML_STREAM_HW); break;
-    default: ml_avx512_matvec_pf(y, W, x, r0, r1, t, st, ML_STREAM_L2); break;
-    }
+#define ML_AVX512_MATVEC(mode) ml_avx512_matvec_pf(y, W, x, r0, r1, t, st, mode)
+    ML_AVX512_BY_STREAM(ml_avx512_stream(W, t, 1), ML_AVX512_MATVEC)
+#undef ML_AVX512_MATVEC
 }
 
 /* ---- a few tokens at once (the matmul of a small batch) ------------------- */
