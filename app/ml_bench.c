@@ -129,8 +129,8 @@ int ml_main(int argc, char **argv) {
     if (rc >= 0) return rc;
     rc = ML_EXIT_OK;
     ml_rng rng = {0x243F6A8885A308D3ull};
-    static const char *const stream[] = {"", ", Zen 5 streaming (--prefetch l1)",
-                                          ", Zen 4 streaming (--prefetch hw)"};
+    static const char *const stream[] = {[ML_STREAM_L2] = "", [ML_STREAM_L1] = ", Zen 5 streaming (--prefetch l1)",
+                                          [ML_STREAM_HW] = ", Zen 4 streaming (--prefetch hw)"};
     printf("ml_bench: %s build, median of %d runs%s\n", ML_ISA_NAME, o.reps,
            !strcmp(ML_ISA_NAME, "avx512vnni") ? stream[ml_stream()] : "");
     if (o.kernels && !o.model_path) {

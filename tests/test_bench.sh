@@ -61,10 +61,11 @@ for m in l1 l2 hw auto; do
     hw,*avx512vnni*) want="(--prefetch hw)" ;;
     *) want=none ;;
     esac
+    named=
     case $want in
-    none) named=$(grep -c -- "(--prefetch" <<<"$first" | sed 's/^0$/ok/') ;;
+    none) grep -q -- "(--prefetch" <<<"$first" || named=ok ;;
     '') named=ok ;;
-    *) named=$(grep -qF -- "$want" <<<"$first" && echo ok) ;;
+    *) grep -qF -- "$want" <<<"$first" && named=ok ;;
     esac
     if [ $rc -eq 0 ] && [ "$named" = ok ] && grep -q '^  stories15M   q8_0  1T ' "$tmp/out"; then
         ok "--prefetch $m: decodes; the first line names ${want:-whatever this CPU gets}"
