@@ -12,11 +12,14 @@
  * at once, leaves key j in lane j, and one division serves 16 keys: half
  * the multiply-adds, folds and divisions of avx2's two 8-key tiles. Two
  * queries share each pair of key chunks (the inserts that build it are
- * shuffles, as many as the multiplies). The last n % 16 keys take avx2's
- * tiles (the same bits: rule 2 per key). */
+ * shuffles, as many as the multiplies). The last n % 16 keys are one
+ * short tile that repeats its last key in the missing lanes (computed,
+ * never stored; nothing past the last key is read): avx2's 8-key tiles
+ * there cost a fifth of stories260K's scores (head size 8, ~230 keys). */
 #include <immintrin.h>
 
 #include "config/ml_kernels.h"
+#include "kernels/avx512vnni/avx512_vec.h"
 #include "kernels/kernel_util.h"
 
 typedef __m512 ml_vf;
@@ -53,21 +56,23 @@ ML_INLINE __m512 attn_fold16(const __m512 *a) {
     return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15), d);
 }
 
-/* s[q*lds + 0 .. 15] = the scores of the nq (1 or 2, a constant after
- * inlining) queries at q, ldq apart, against the 16 keys at kt, rows ldk
- * apart: each pair of key chunks is built once for both queries. */
+/* s[q*lds + 0 .. nk-1] = the scores of the nq (1 or 2) queries at q, ldq
+ * apart, against the nk (<= 16) keys at kt, rows ldk apart (nq and, for
+ * whole tiles, nk are constants after inlining): each pair of key chunks is
+ * built once for both queries. */
 ML_INLINE void attn_score_tile16(float *s, size_t lds, const float *q, size_t ldq, int nq, const float *kt, size_t ldk,
-                                 int h8, int hd, __m512 sc) {
+                                 int nk, int h8, int hd, __m512 sc) {
+    const float *kj[16];
+    ML_UNROLL for (int j = 0; j < 16; j++) kj[j] = kt + (size_t)(j < nk ? j : nk - 1) * ldk;
     __m512 acc[2][8];
     ML_UNROLL for (int g = 0; g < nq; g++)
         ML_UNROLL for (int j = 0; j < 8; j++) acc[g][j] = _mm512_setzero_ps();
-    const float *k0 = kt, *k8 = kt + 8 * ldk;
     for (int i = 0; i < h8; i += 8) {
         __m512 qv[2];
         ML_UNROLL for (int g = 0; g < nq; g++)
             qv[g] = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(q + (size_t)g * ldq + i))));
         ML_UNROLL for (int j = 0; j < 8; j++) {
-            const __m512 kp = attn_pair(k0 + (size_t)j * ldk + i, k8 + (size_t)j * ldk + i);
+            const __m512 kp = attn_pair(kj[j] + i, kj[j + 8] + i);
             ML_UNROLL for (int g = 0; g < nq; g++) acc[g][j] = _mm512_add_ps(acc[g][j], _mm512_mul_ps(qv[g], kp));
         }
     }
@@ -77,30 +82,33 @@ ML_INLINE void attn_score_tile16(float *s, size_t lds, const float *q, size_t ld
         if (h8 < hd) { /* rule 2's tail, element by element after the fold */
             float f[16];
             _mm512_storeu_ps(f, d);
-            for (int j = 0; j < 16; j++)
-                for (int i = h8; i < hd; i++) f[j] += qg[i] * kt[(size_t)j * ldk + (size_t)i];
+            for (int j = 0; j < nk; j++)
+                for (int i = h8; i < hd; i++) f[j] += qg[i] * kj[j][i];
             d = _mm512_loadu_ps(f);
         }
-        _mm512_storeu_ps(s + (size_t)g * lds, _mm512_div_ps(d, sc));
+        _mm512_mask_storeu_ps(s + (size_t)g * lds, ml_avx512_tail(nk), _mm512_div_ps(d, sc));
     }
+}
+
+/* The nk keys at kt for every query of the set, two queries at a time. */
+ML_INLINE void attn_score_keys(float *s, size_t lds, const float *q, size_t ldq, int G, const float *kt, size_t ldk,
+                               int nk, int h8, int hd, __m512 sc) {
+    int g = 0;
+    for (; g + 2 <= G; g += 2)
+        attn_score_tile16(s + (size_t)g * lds, lds, q + (size_t)g * ldq, ldq, 2, kt, ldk, nk, h8, hd, sc);
+    if (g < G) attn_score_tile16(s + (size_t)g * lds, lds, q + (size_t)g * ldq, ldq, 1, kt, ldk, nk, h8, hd, sc);
 }
 
 void ml_k_attn_scores_avx512vnni(float *s, int lds, const float *q, int ldq, int G, const float *k, int ldk, int n,
                                  int hd, float scale) {
     const int h8 = hd & ~7, n16 = n & ~15;
     const __m512 sc = _mm512_set1_ps(scale);
-    for (int t = 0; t < n16; t += 16) {
-        const float *kt = k + (size_t)t * (size_t)ldk;
-        int g = 0;
-        for (; g + 2 <= G; g += 2)
-            attn_score_tile16(s + (size_t)g * (size_t)lds + (size_t)t, (size_t)lds, q + (size_t)g * (size_t)ldq,
-                              (size_t)ldq, 2, kt, (size_t)ldk, h8, hd, sc);
-        if (g < G)
-            attn_score_tile16(s + (size_t)g * (size_t)lds + (size_t)t, (size_t)lds, q + (size_t)g * (size_t)ldq,
-                              (size_t)ldq, 1, kt, (size_t)ldk, h8, hd, sc);
-    }
+    for (int t = 0; t < n16; t += 16)
+        attn_score_keys(s + t, (size_t)lds, q, (size_t)ldq, G, k + (size_t)t * (size_t)ldk, (size_t)ldk, 16, h8, hd,
+                        sc);
     if (n16 < n)
-        ml_k_attn_scores_avx2(s + n16, lds, q, ldq, G, k + (size_t)n16 * (size_t)ldk, ldk, n - n16, hd, scale);
+        attn_score_keys(s + n16, (size_t)lds, q, (size_t)ldq, G, k + (size_t)n16 * (size_t)ldk, (size_t)ldk, n - n16,
+                        h8, hd, sc);
 }
 
 void ml_k_attn_values_avx512vnni(float *o, int ldo, const float *p, int ldp, int G, const float *v, int ldv, int n,
