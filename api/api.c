@@ -60,6 +60,8 @@ lml_status ml_api_open(lml_model **out, const char *path, const void *data, size
         return ml_api_fail(err, ML_E_ARG, "threads: expected 0 (default) .. 256");
     if (o->context < 0) return ml_api_fail(err, ML_E_ARG, "context: expected 0 (the model's) or a positive length");
     if (o->batch < 0) return ml_api_fail(err, ML_E_ARG, "batch: expected 0 (default) or a positive token count");
+    if (o->load < LML_LOAD_AUTO || o->load > LML_LOAD_TAKE)
+        return ml_api_fail(err, ML_E_ARG, "load: expected LML_LOAD_AUTO, _MMAP, _READ or _TAKE (0 .. 3)");
     if (o->load == LML_LOAD_TAKE && path)
         return ml_api_fail(err, ML_E_ARG, "load: LML_LOAD_TAKE is for lml_model_open_memory, not a file");
     /* A GGUF file: its .mlb in the cache, converted the first time (the

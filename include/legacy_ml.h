@@ -253,7 +253,8 @@ LML_API lml_status lml_sampler_open(lml_sampler **out, const lml_model *m, const
 /* NULL is fine. */
 LML_API void lml_sampler_close(lml_sampler *s);
 /* Record a token of the text, in order (the prompt's, then each sampled one
- * that is run): the repeat penalty's window. */
+ * that is run): the repeat penalty's window. An id outside the vocabulary
+ * is ignored. */
 LML_API void lml_sampler_accept(lml_sampler *s, int token);
 /* The next token for logits (vocab floats, e.g. lml_logits(m); left as they
  * are); -1 for a NULL argument. It is not accepted. */
@@ -341,7 +342,7 @@ LML_API const char *lml_chat_template_names(void);
  * when the model carries none). A template whose control tokens the
  * vocabulary lacks is LML_E_FORMAT naming the token. max_text: the most bytes
  * of text between two control tokens (a message and its template text);
- * 0: 65536. Allocates (the handle, a text buffer); rendering does not. *out
+ * 0: 65536; above 2^30: LML_E_ARG. Allocates (the handle, a text buffer); rendering does not. *out
  * is NULL on failure. */
 LML_API lml_status lml_chat_open(lml_chat **out, const lml_model *m, const char *name, size_t max_text,
                                  lml_error *err);

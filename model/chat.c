@@ -77,8 +77,11 @@ int ml_chat_find_token(const ml_tok *tok, const char *text) {
 ml_status ml_chat_init(ml_chat *c, ml_chat_kind kind, const ml_tok *tok, int bos, int eos, int eot, int add_bos,
                        size_t text_cap, ml_err *err) {
     memset(c, 0, sizeof *c);
-    if ((unsigned)kind >= ML_CHAT_COUNT || !tok || text_cap < 64)
-        return ml_errf(err, ML_E_ARG, "chat template: bad kind, tokenizer or text buffer");
+    if ((unsigned)kind >= ML_CHAT_COUNT || !tok)
+        return ml_errf(err, ML_E_ARG, "chat template: bad kind or tokenizer");
+    if (text_cap < 64 || text_cap > ML_CHAT_MAX_TEXT)
+        return ml_errf(err, ML_E_ARG, "chat template: the text buffer must hold 64 .. %d bytes, not %zu", ML_CHAT_MAX_TEXT,
+                       text_cap);
     c->kind = kind;
     c->tok = tok;
     c->bos = bos >= 0 ? bos : ml_tok_bos(tok);
@@ -254,6 +257,13 @@ size_t ml_chat_max_tokens(const ml_chat *c, const ml_chat_msg *msgs, int n) {
 
 ml_status ml_chat_render(ml_chat *c, const ml_chat_msg *msgs, int n, int add_gen, int *tokens, size_t cap,
                          size_t *n_tokens, ml_err *err) {
+    /* Llama 2 puts a system message inside the next user turn's [INST]:
+     * one anywhere else would be dropped without a word. */
+    if (c->kind == ML_CHAT_LLAMA2)
+        for (int i = 0; i < n; i++)
+            if (msgs[i].role == ML_CHAT_SYSTEM && (i + 1 >= n || msgs[i + 1].role != ML_CHAT_USER))
+                return ml_errf(err, ML_E_ARG, "chat template llama2: a system message (message %d) must come right "
+                               "before a user message", i + 1);
     builder b = {.c = c, .tokens = tokens, .cap = cap, .err = err};
     c->text_n = 0;
     put_start(&b);

@@ -37,6 +37,8 @@ typedef struct {
 } ml_chat_msg;
 
 #define ML_CHAT_MAX_CTL 4
+/* The largest text buffer (text_cap) a chat takes: 1 GiB. */
+#define ML_CHAT_MAX_TEXT (1 << 30)
 
 typedef struct {
     ml_chat_kind kind;

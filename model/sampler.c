@@ -1,5 +1,7 @@
 #include "model/sampler.h"
 
+#include <float.h>
+
 #include "ops/ops.h"
 
 typedef struct {
@@ -45,7 +47,8 @@ ml_status ml_sampler_set_filters(ml_sampler *s, int top_k, float min_p, float pe
 }
 
 void ml_sampler_accept(ml_sampler *s, int token) {
-    if (s->last_n <= 0 || s->penalty == 1.0f) return;
+    /* an id outside the vocabulary is no token to penalize (the window indexes logits by it) */
+    if (s->last_n <= 0 || s->penalty == 1.0f || token < 0 || token >= s->vocab) return;
     s->hist[s->n_hist % s->last_n] = token;
     s->n_hist++;
 }
@@ -180,9 +183,14 @@ static int sample_filtered(const ml_sampler *s, const float *p, float coin) {
 int ml_sample(ml_sampler *s, float *logits) {
     if (s->last_n > 0 && s->penalty != 1.0f && s->n_hist > 0) apply_penalty(s, logits);
     if (s->temperature == 0.0f) return ml_argmax(logits, s->vocab);
+    /* A tiny temperature (or repeat penalty) can overflow the largest
+     * logit to +-inf, and the softmax would be NaN: the draw's limit is
+     * then the greedy choice, the first of the largest. */
+    const int top = ml_argmax(logits, s->vocab);
     for (int i = 0; i < s->vocab; i++) logits[i] /= s->temperature;
-    ml_op_softmax(logits, s->vocab);
     float coin = random_f32(&s->rng);
+    if (!(logits[top] >= -FLT_MAX && logits[top] <= FLT_MAX)) return top;
+    ml_op_softmax(logits, s->vocab);
     if (s->top_k > 0 || s->min_p > 0.0f) return sample_filtered(s, logits, coin);
     if (s->topp <= 0.0f || s->topp >= 1.0f) return sample_mult(logits, s->vocab, coin);
     return sample_topp(logits, s->vocab, s->topp, s->scratch, coin);

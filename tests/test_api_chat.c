@@ -7,6 +7,7 @@
  * generation that stops at the tokens set. And LML_LOAD_TAKE: an image
  * handed over runs (in the build's weight layout) with the logits of the
  * file mapped; a file is refused. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -42,6 +43,11 @@ static void test_open(lml_model *m, lml_model *bare) {
     CHECK(lml_chat_open(&c, bare, "zephyr", 0, &err) == LML_E_ARG && !c, "a model without tokenizer: %s",
           err.message);
     CHECK(lml_chat_open(NULL, m, "zephyr", 0, &err) == LML_E_ARG, "a NULL handle place");
+    /* a text buffer of SIZE_MAX bytes would wrap its malloc to 0 bytes */
+    CHECK(lml_chat_open(&c, m, "zephyr", SIZE_MAX, &err) == LML_E_ARG && !c && strstr(err.message, "text buffer"),
+          "max_text SIZE_MAX: %s", err.message);
+    CHECK(lml_chat_open(&c, m, "zephyr", ((size_t)1 << 30) + 1, &err) == LML_E_ARG && !c, "max_text 2^30 + 1: %s",
+          err.message);
     const char *chosen = "x";
     CHECK(lml_chat_choose(NULL, "vicuna", &chosen, &err) == LML_E_ARG && !chosen &&
               strstr(err.message, "chatml, llama3, zephyr, llama2"),
@@ -61,7 +67,7 @@ static void test_open(lml_model *m, lml_model *bare) {
     }
     CHECK(lml_chat_name(NULL) == NULL && lml_chat_end_of_turn(NULL) == -1, "NULL chat");
     lml_chat_close(NULL);
-    GROUP_DONE("lml_chat_open: by name, unknown names and missing control tokens refused", f0);
+    GROUP_DONE("lml_chat_open: by name, unknown names, missing control tokens and text buffers over 2^30 refused", f0);
 }
 
 /* ---- rendering -------------------------------------------------------------------- */
@@ -275,6 +281,12 @@ static void test_load_take(const char *path) {
     lml_model_options o = {.no_tokenizer = 1, .load = LML_LOAD_TAKE};
     CHECK(ml_api_open(&m, path, NULL, 0, &o, &err) == LML_E_ARG && !m && strstr(err.message, "LML_LOAD_TAKE"),
           "lml_model_open with LML_LOAD_TAKE: expected LML_E_ARG naming it, got '%s'", err.message);
+    static const int bad_load[] = {-3, 4, 99};
+    for (size_t i = 0; i < sizeof bad_load / sizeof *bad_load; i++) {
+        lml_model_options ob = {.no_tokenizer = 1, .load = bad_load[i]};
+        CHECK(ml_api_open(&m, path, NULL, 0, &ob, &err) == LML_E_ARG && !m && strstr(err.message, "load"),
+              "load %d: expected LML_E_ARG, got '%s'", bad_load[i], err.message);
+    }
     FILE *f = fopen(path, "rb");
     long size = f && !fseek(f, 0, SEEK_END) ? ftell(f) : -1;
     unsigned char *img = size > 0 ? ml_aligned_alloc(64, (size_t)size) : NULL;
@@ -292,7 +304,7 @@ static void test_load_take(const char *path) {
     lml_model_close(m);
     lml_model_close(mapped);
     ml_aligned_free(img);
-    GROUP_DONE("load: an image handed over (LML_LOAD_TAKE) has the mapped file's logits; refused for a file", f0);
+    GROUP_DONE("load: an image handed over (LML_LOAD_TAKE) has the mapped file's logits; refused for a file, a load outside 0 .. 3 refused", f0);
 }
 
 int ml_main(int argc, char **argv) {

@@ -253,10 +253,20 @@ static void test_sp_templates(void) {
         CHECK(!ml_chat_render_turn(&c, 1, "Be kind.", "Tell a story</s>", turn, 1 << 12, &k, &err) &&
                   !render(&c, m, 2, 1, &nw) && k == nw && !memcmp(turn, tokens, k * sizeof *turn),
               "%s: the first turn == the whole render of it", name);
+        /* Llama 2 has no place for a system message but before a user's. */
+        const ml_chat_msg lone[][2] = {{{ML_CHAT_SYSTEM, "a"}, {ML_CHAT_SYSTEM, "b"}},
+                                       {{ML_CHAT_USER, "a"}, {ML_CHAT_SYSTEM, "b"}},
+                                       {{ML_CHAT_SYSTEM, "a"}, {ML_CHAT_ASSISTANT, "b"}}};
+        for (int l = 0; l < 3; l++) {
+            ml_status st = ml_chat_render(&c, lone[l], 2, 1, tokens, sizeof tokens / sizeof *tokens, &nw, &err);
+            CHECK(kind == ML_CHAT_LLAMA2 ? st == ML_E_ARG && strstr(err.msg, "system message") : st == ML_OK,
+                  "%s: a system message not before a user's (case %d): status %d, %s", name, l, (int)st, err.msg);
+        }
         ml_chat_free(&c);
     }
     ml_tok_free(&t);
-    GROUP_DONE("zephyr and llama2 on stories260K's SentencePiece vocabulary", f0);
+    GROUP_DONE("zephyr and llama2 on stories260K's SentencePiece vocabulary (llama2: a system message only before a "
+               "user's)", f0);
 }
 
 int ml_main(int argc, char **argv) {

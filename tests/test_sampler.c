@@ -204,6 +204,48 @@ static void test_refused(void) {
     GROUP_DONE("sampler: negative top-k, min-p outside [0, 1], penalty <= 0 refused with a message", before);
 }
 
+/* A temperature so small (or a penalty so strong) that the largest logit
+ * over it overflows to +-inf: the draw is the greedy limit (the first
+ * largest logit), never the NaN softmax's garbage; and the RNG advances
+ * by one draw, as for any sampled token. Ids outside the vocabulary given
+ * to accept are ignored (the penalty would index the logits by them). */
+static void test_overflow_and_bad_ids(void) {
+    int before = tl_failed;
+    static const float temps[] = {1e-38f, 1e-42f, 1e-45f};
+    for (size_t ti = 0; ti < sizeof temps / sizeof *temps; ti++)
+        for (int sign = 0; sign < 2; sign++) {
+            float x[V];
+            make_logits(x, 31u + (unsigned)ti);
+            for (int i = 0; i < V; i++) x[i] = sign ? -fabsf(x[i]) - 1.0f : x[i]; /* all negative: -inf */
+            const int want = ml_argmax(x, V);
+            ml_sampler s;
+            ml_sampler_init(&s, V, temps[ti], 0.9f, 5, scratch.b);
+            int got = ml_sample(&s, x);
+            uint64_t state = 5;
+            ref_coin(&state);
+            CHECK(got == want && s.rng == state, "temperature %g, %s logits: token %d (greedy %d), rng %s", (double)temps[ti],
+                  sign ? "negative" : "mixed", got, want, s.rng == state ? "one draw" : "not one draw");
+        }
+    ml_sampler a, b;
+    ml_err err;
+    float xa[V], xb[V];
+    make_logits(xa, 77u);
+    memcpy(xb, xa, sizeof xa);
+    ml_sampler_init(&a, V, 0.0f, 0.9f, 1, scratch.b);
+    CHECK(ml_sampler_set_filters(&a, 0, 0.0f, 1.5f, 16, CTX, &err) == ML_OK, "set_filters: %s", err.msg);
+    static const int odd[] = {-1, V, V + 5, -2147483647 - 1, 2147483647};
+    for (size_t i = 0; i < sizeof odd / sizeof *odd; i++) ml_sampler_accept(&a, odd[i]);
+    ml_sampler_accept(&a, 3);
+    int ga = ml_sample(&a, xa);
+    ml_sampler_init(&b, V, 0.0f, 0.9f, 1, scratch.b);
+    CHECK(ml_sampler_set_filters(&b, 0, 0.0f, 1.5f, 16, CTX, &err) == ML_OK, "set_filters: %s", err.msg);
+    ml_sampler_accept(&b, 3);
+    int gb = ml_sample(&b, xb);
+    CHECK(ga == gb && memcmp(xa, xb, sizeof xa) == 0, "ids outside the vocab changed the penalized logits");
+    GROUP_DONE("sampler: an overflowing temperature draws the greedy token; ids outside the vocab are not penalized",
+               before);
+}
+
 /* ml_argmax against its definition, the one-pass `if (x[i] > x[best])`:
  * lengths around its 8 running maxima, many ties, signed zeros, infinities
  * and NaNs (never picked, and a NaN first gives 0). */
@@ -234,6 +276,7 @@ int ml_main(int argc, char **argv) {
     test_defaults();
     test_penalty();
     test_refused();
+    test_overflow_and_bad_ids();
     test_argmax();
     return tl_summary();
 }

@@ -159,6 +159,26 @@ def _check(status, err):
         raise LegacyMLError(_lib.lml_status_name(status).decode(), err.message.decode("utf-8", "replace"))
 
 
+_INT_MAX = 2**31 - 1
+_FLT_MIN = 1.1754943508222875e-38  # the smallest normal C float
+
+
+def _int_arg(name, v, lo, hi=_INT_MAX):
+    """v as a C int in lo..hi, or ValueError (ctypes would wrap it silently)."""
+    if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+        raise ValueError(f"{name}: expected an integer in {lo}..{hi}, got {v!r}")
+    return v
+
+
+def _utf8(name, text):
+    """text as UTF-8 bytes for a C string: a str without NUL (C would end it there)."""
+    if not isinstance(text, str):
+        raise TypeError(f"{name}: expected a str, got {type(text).__name__}")
+    if "\0" in text:
+        raise ValueError(f"{name}: holds a NUL character, which would end the text there")
+    return text.encode("utf-8")
+
+
 # ---- stop strings -------------------------------------------------------------
 
 class _StopText:
@@ -198,13 +218,16 @@ class Model:
     """A .mlb model (tools/convert.py) and its tokenizer: a llama2.c
     tokenizer.bin or a BPE tokenizer file (tools/tokfile.py); without
     tokenizer=, the one a .mlb version 2 model embeds. Use it from one thread
-    at a time; close() (or a with block) frees it."""
+    at a time; close() (or a with block) frees it. While a stream() is
+    running on it (until its loop ends or it is closed), other calls raise
+    LegacyMLError, and close() stops the stream first."""
 
     def __init__(self, path, tokenizer=None, threads=None, context=None, batch=None, mmap=None):
-        self._h = None
+        self._h, self._stream = None, None
+        self._lock = threading.Lock()  # held by a running generation: one call on the handle at a time
         for name, v in (("threads", threads), ("context", context), ("batch", batch)):
-            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
-                raise ValueError(f"{name}: expected a positive integer, got {v!r}")
+            if v is not None:
+                _int_arg(name, v, 1)
         opts = _ModelOptions(tokenizer=os.fsencode(tokenizer) if tokenizer is not None else None,
                              threads=threads or 0, context=context or 0, batch=batch or 0,
                              load=0 if mmap is None else 1 if mmap else 2, all_logits=1)
@@ -220,6 +243,9 @@ class Model:
 
     # -- lifetime --
     def close(self):
+        if self._stream is not None:  # a stream still running: stop it and wait for its thread
+            self._stream()
+            self._stream = self._stream_thread = None
         if self._h is not None:
             _lib.lml_model_close(self._h)
             self._h = None
@@ -236,6 +262,9 @@ class Model:
     def _handle(self):
         if self._h is None:
             raise LegacyMLError("LML_E_ARG", "the model is closed")
+        if self._stream is not None and threading.current_thread() is not self._stream_thread:
+            raise LegacyMLError("LML_E_ARG", "a stream() is running on this model: finish its loop, or close() "
+                                "it, first")
         return self._h
 
     # -- tokens --
@@ -244,7 +273,7 @@ class Model:
         rule; a vocabulary without BOS never gets one)."""
         if bos is None:
             bos = self._add_bos
-        b = text.encode("utf-8")
+        b = _utf8("text", text)
         cap = _lib.lml_tokenize_capacity(b)
         buf, n, err = (C.c_int * cap)(), C.c_int(), _Error()
         _check(_lib.lml_tokenize(self._handle(), b, 1 if bos else 0, buf, cap, C.byref(n), C.byref(err)), err)
@@ -272,16 +301,23 @@ class Model:
     def logits(self, ids):
         """Every position's logits of ids run from position 0: an (n, vocab)
         float32 numpy array, or a list of lists without numpy."""
-        ids = [int(t) for t in ids]
-        rows = []
+        ids = [_int_arg("token", int(t), -_INT_MAX - 1) for t in ids]  # the library checks the vocab
+        rows, raised = [], []
 
         def each(ud, pos, lp, vocab):
-            rows.append(bytes(C.string_at(lp, vocab * 4)))
-            return 0
+            try:
+                rows.append(bytes(C.string_at(lp, vocab * 4)))
+                return 0
+            except BaseException as e:  # raised again below, after the library returns (ctypes drops it)
+                raised.append(e)
+                return 1
 
         fn = _LOGITS_FN(each)
         arr, err = (C.c_int * max(len(ids), 1))(*ids), _Error()
-        _check(_lib.lml_eval(self._handle(), arr, len(ids), 0, fn, None, C.byref(err)), err)
+        status = _lib.lml_eval(self._handle(), arr, len(ids), 0, fn, None, C.byref(err))
+        if raised:
+            raise raised[0]
+        _check(status, err)
         try:
             import numpy as np
             return np.frombuffer(b"".join(rows), dtype=np.float32).reshape(len(rows), self.vocab).copy()
@@ -300,24 +336,35 @@ class Model:
         """Generate after prompt (or the prompt's ids, and then positions to
         run); on_text(str) gets the new text as it comes and returns True to
         stop."""
-        if not isinstance(max_tokens, int) or max_tokens < 0:
+        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 0:
             raise ValueError(f"max_tokens: expected an integer >= 0, got {max_tokens!r}")
+        _int_arg("top_k", top_k, -_INT_MAX - 1)  # the library checks the range; this, that it fits
+        _int_arg("repeat_last_n", repeat_last_n, -_INT_MAX - 1)
+        if seed is not None:
+            _int_arg("seed", seed, 0, 2**64 - 1)
         if ids is None:
             ids = self.tokenize(prompt)
-        steps = min(len(ids) + max_tokens if steps is None else steps, self.context)
+        # positions to run: the prompt, then max_tokens new tokens (the last is sampled, not run)
+        steps = min(len(ids) + max_tokens - 1 if steps is None else steps, self.context)
         if len(ids) > self.context:
             raise LegacyMLError("LML_E_ARG", f"prompt: {len(ids)} tokens, more than the context of {self.context}")
         if seed is None:
             seed = time.time_ns() & 0xFFFFFFFFFFFFFFFF
+        if isinstance(top_p, (int, float)) and 0 < top_p < _FLT_MIN:
+            top_p = _FLT_MIN  # not 0 (top-p off) by rounding to a C float
         so = _SamplerOptions(temperature, top_p, top_k, min_p, repeat_penalty, repeat_last_n, seed)
         dec = codecs.getincrementaldecoder("utf-8")("replace")
-        state = {"prompt": True}
+        state = {"prompt": True, "raised": None}
 
         def on_token(ud, token, piece, n):
             if state["prompt"]:
                 return 0
-            text = dec.decode(C.string_at(piece, n) if piece else b"")
-            return 1 if text and on_text(text) else 0
+            try:
+                text = dec.decode(C.string_at(piece, n) if piece else b"")
+                return 1 if text and on_text(text) else 0
+            except BaseException as e:  # Ctrl-C, or on_text's error: stop, raise it below (ctypes would drop it)
+                state["raised"] = e
+                return 1
 
         def on_prompt_done(ud, n_prompt):
             state["prompt"] = False
@@ -326,8 +373,17 @@ class Model:
         arr, err, n_pos = (C.c_int * len(ids))(*ids), _Error(), C.c_int()
         if max_tokens == 0:
             return
-        _check(_lib.lml_generate(self._handle(), arr, len(ids), steps, C.byref(so), C.byref(cb), C.byref(n_pos),
-                                 C.byref(err)), err)
+        h = self._handle()
+        if not self._lock.acquire(blocking=False):
+            raise LegacyMLError("LML_E_ARG", "the model is generating already (one call at a time)")
+        try:
+            status = _lib.lml_generate(h, arr, len(ids), steps, C.byref(so), C.byref(cb), C.byref(n_pos),
+                                       C.byref(err))
+        finally:
+            self._lock.release()
+        if state["raised"] is not None:
+            raise state["raised"]
+        _check(status, err)
         tail = dec.decode(b"", final=True)
         if tail:
             on_text(tail)
@@ -361,13 +417,15 @@ class Model:
         for i, m in enumerate(messages):
             if not isinstance(m, dict) or m.get("role") not in _ROLES or not isinstance(m.get("content"), str):
                 raise ValueError(f"messages[{i}]: expected a role (system, user, assistant) and a str content")
-            keep.append(m["content"].encode("utf-8"))
+            keep.append(_utf8(f"messages[{i}] content", m["content"]))
             msgs[i].role, msgs[i].content = _ROLES[m["role"]], keep[-1]
         if not isinstance(max_tokens, int) or max_tokens < 1:
             raise ValueError(f"max_tokens: expected an integer >= 1, got {max_tokens!r}")
         h, err, n = C.c_void_p(), _Error(), C.c_int()
         max_text = sum(len(b) for b in keep) + 64 * (len(keep) + 1)  # the messages and the template's text
-        _check(_lib.lml_chat_open(C.byref(h), self._handle(), template.encode() if template is not None else None,
+        if template is not None and not isinstance(template, str):
+            raise TypeError(f"template: expected a str, got {type(template).__name__}")
+        _check(_lib.lml_chat_open(C.byref(h), self._handle(), _utf8("template", template) if template is not None else None,
                                   max_text, C.byref(err)), err)
         try:
             cap = _lib.lml_chat_capacity(h, msgs, len(msgs))
@@ -391,7 +449,7 @@ class Model:
 
         try:
             self._run(None, max_tokens, temperature, top_p, top_k, min_p, repeat_penalty, repeat_last_n, seed,
-                      on_text, ids=ids, steps=len(ids) + max_tokens - 1)
+                      on_text, ids=ids)
         finally:
             _lib.lml_model_set_stop_tokens(self._h, None, 0, None)
         out.append(st.flush())
@@ -405,6 +463,14 @@ class Model:
         self._handle()
         q, st, quit_ = queue.Queue(maxsize=64), _StopText(stop), threading.Event()
         done = object()
+
+        def stop_and_join():  # also close()'s, from any thread
+            quit_.set()
+            while th.is_alive():  # unblock a full queue
+                try:
+                    q.get_nowait()
+                except queue.Empty:
+                    th.join(0.01)
 
         def on_text(t):
             s = st.feed(t)
@@ -424,19 +490,21 @@ class Model:
                 q.put(e)
 
         th = threading.Thread(target=work, daemon=True)
+        self._stream, self._stream_thread = stop_and_join, th
         th.start()
         try:
             while True:
-                item = q.get()
+                try:
+                    item = q.get(timeout=0.05)
+                except queue.Empty:
+                    if th.is_alive():
+                        continue
+                    break  # stopped by close() (which emptied the queue)
                 if item is done:
                     break
                 if isinstance(item, BaseException):
                     raise item
                 yield item
         finally:
-            quit_.set()
-            while th.is_alive():  # unblock a full queue
-                try:
-                    q.get_nowait()
-                except queue.Empty:
-                    th.join(0.01)
+            stop_and_join()
+            self._stream = self._stream_thread = None

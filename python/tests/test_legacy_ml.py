@@ -45,13 +45,15 @@ def test_greedy_text_equals_ml_run(model):
     for n in (24, 0):
         want = ml_run("-i", PROMPT, "-n", str(n), "--temp", "0")
         steps = model.context if n == 0 else n
-        got = model.generate(PROMPT, max_tokens=steps - len(model.tokenize(PROMPT)), temperature=0)
+        # ml_run -n counts the positions run; the last of its new tokens is sampled, not run
+        got = model.generate(PROMPT, max_tokens=steps - len(model.tokenize(PROMPT)) + 1, temperature=0)
         assert PROMPT + got + "\n" == want
 
 
 def test_sampled_text_equals_ml_run(model):
     want = ml_run("-i", PROMPT, "-n", "48", "-s", "42", "--top-p", "0.9", "--temp", "1")
-    got = model.generate(PROMPT, max_tokens=48 - len(model.tokenize(PROMPT)), temperature=1.0, top_p=0.9, seed=42)
+    got = model.generate(PROMPT, max_tokens=48 - len(model.tokenize(PROMPT)) + 1, temperature=1.0, top_p=0.9,
+                         seed=42)
     assert PROMPT + got + "\n" == want
 
 
@@ -93,6 +95,58 @@ def test_stop_string(model):
     cut = model.generate(PROMPT, max_tokens=60, temperature=0, stop=[word])
     assert cut == full[:full.find(word)]
     assert word not in cut
+
+
+def test_max_tokens_counts_new_tokens(model):
+    for n in (1, 2, 5):
+        pieces = list(model.stream(PROMPT, max_tokens=n, temperature=0))
+        assert len(pieces) == n, pieces
+        ids = model.tokenize(PROMPT + "".join(pieces))
+        assert len(ids) - len(model.tokenize(PROMPT)) == n
+
+
+def test_close_during_a_stream_stops_it():
+    m = legacy_ml.Model(MODEL, tokenizer=TOK)
+    it = m.stream(PROMPT, max_tokens=400, seed=1)
+    first = next(it)
+    with pytest.raises(legacy_ml.LegacyMLError) as e:  # one call on a model at a time
+        m.generate(PROMPT, max_tokens=8)
+    assert "stream" in str(e.value)
+    m.close()
+    rest = "".join(it)  # ends: the stream was stopped, the model is gone
+    assert first and isinstance(rest, str)
+    with pytest.raises(legacy_ml.LegacyMLError):
+        m.generate(PROMPT, max_tokens=8)
+
+
+def test_an_exception_in_generation_is_raised(model):
+    class Boom(Exception):
+        pass
+
+    class Stop(str):  # a stop string whose test raises, inside the token callback
+        def startswith(self, *a):
+            raise Boom()
+
+    with pytest.raises(Boom):
+        model.generate(PROMPT, max_tokens=50, temperature=0, stop=[Stop("zzzz")])
+    assert model.generate(PROMPT, max_tokens=8, temperature=0)  # usable afterwards
+
+
+def test_out_of_range_integers_and_nul_are_refused(model):
+    for kw in ({"top_k": 2**32 + 1}, {"repeat_last_n": 2**40}, {"seed": -1}, {"seed": 2**64}, {"max_tokens": True}):
+        with pytest.raises(ValueError):
+            model.generate(PROMPT, **kw)
+    for kw in ({"context": 2**32 + 5}, {"threads": 2**32 + 1}, {"batch": 2**33}):
+        with pytest.raises(ValueError):
+            legacy_ml.Model(MODEL, tokenizer=TOK, **kw)
+    with pytest.raises(ValueError):
+        model.tokenize("Hello\0world")
+    with pytest.raises(ValueError):
+        model.generate("Once\0 upon a time")
+    with pytest.raises(ValueError):
+        model.chat([{"role": "user", "content": "a\0b"}], template="zephyr")
+    with pytest.raises(TypeError):
+        model.tokenize(b"bytes")
 
 
 def test_stream_stops_early(model):
@@ -273,7 +327,7 @@ def test_chat_greedy_equals_ml_run_chat(model):
     assert len(got) > 10 and got == out[2:-4]
     # the stop tokens of the chat are gone afterwards: generate is ml_run's again
     assert PROMPT + model.generate(PROMPT, max_tokens=20, temperature=0) + "\n" == ml_run("-i", PROMPT, "-n",
-        str(20 + len(model.tokenize(PROMPT))), "--temp", "0")
+        str(20 + len(model.tokenize(PROMPT)) - 1), "--temp", "0")
 
 
 def test_chat_stop_and_sampling(model):
