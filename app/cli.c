@@ -1,7 +1,9 @@
 #include "app/cli.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 #endif
 
 #include "app/exit_codes.h"
+#include "core/outfile.h"
 #include "core/status.h"
 #include "config/ml_config.h"
 #include "core/threads.h"
@@ -127,7 +130,7 @@ static int parse_extra(const char *a, const char *v, ml_run_opts *o, char *msg, 
             return usage_error(msg, msg_size, "--min-p: expected a number in [0, 1] (0 = off), got '%s'", v);
         o->min_p = f;
     } else if (!strcmp(a, "--repeat-penalty")) {
-        if (!ml_cli_float(v, 0.0, 1e6, &f) || !(f > 0.0))
+        if (!ml_cli_float(v, 0.0, 1e6, &f) || !((float)f > 0.0f)) /* a float, as the sampler takes it */
             return usage_error(msg, msg_size, "--repeat-penalty: expected a number > 0 (1 = off), got '%s'", v);
         o->repeat_penalty = f;
     } else { /* --repeat-last-n */
@@ -180,7 +183,7 @@ int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t m
         } else if (!strcmp(a, "--top-p") || !strcmp(a, "-p")) {
             if (!ml_cli_float(v, 0.0, 1.0, &f))
                 return usage_error(msg, msg_size, "--top-p: expected a number in [0, 1], got '%s'", v);
-            o->topp = f;
+            o->topp = f > 0.0 && f < FLT_MIN ? FLT_MIN : f; /* not 0 (off) by rounding to a float */
         } else if (!strcmp(a, "-s")) {
             if (!ml_cli_u64(v, &o->seed))
                 return usage_error(msg, msg_size, "-s: expected an integer >= 0, got '%s'", v);
@@ -227,4 +230,21 @@ const char *ml_cli_model_path(const char *prog, const char *model, char *buf, si
     if (!s) return buf;
     fprintf(stderr, "%s: running the GGUF file %s failed (%s): %s\n", prog, model, ml_status_name(s), err.msg);
     return NULL;
+}
+
+static void on_fatal_signal(int sig) {
+    ml_outfile_remove_temporaries();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void ml_cli_clean_on_signal(void) {
+    static const int sigs[] = {
+        SIGINT, SIGTERM,
+#ifdef SIGHUP
+        SIGHUP,
+#endif
+    };
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+        if (signal(sigs[i], on_fatal_signal) == SIG_IGN) signal(sigs[i], SIG_IGN);
 }

@@ -270,22 +270,32 @@ static void print_kl(const scorer *s) {
 }
 
 int ml_main(int argc, char **argv) {
+    ml_cli_clean_on_signal();
     options o;
     int rc = parse_args(argc, argv, &o);
     if (rc != ML_CLI_RUN) return rc;
+    /* --kl-base is checked against the inputs before a GGUF converts, and
+     * again against what it converted to. */
+    const char *model_arg = o.model;
     char gguf_mlb[4096]; /* -m X.gguf: its cached .mlb */
-    if (!(o.model = ml_cli_model_path("ml_perplexity", o.model, gguf_mlb, sizeof gguf_mlb))) return ML_EXIT_FAIL;
-
     ml_err err = {{0}};
+    ml_named_path inputs[] = {
+        {"the model -m", o.model}, {"the GGUF's converted model", NULL}, {"the tokenizer -z", o.tokenizer}, {"the text -f", o.text}};
+    if (o.kl_path && ml_outfile_check("--kl-base", o.kl_path, inputs, 4, &err)) {
+        fprintf(stderr, "ml_perplexity: %s\n", err.msg);
+        return ML_EXIT_USAGE;
+    }
+    if (!(o.model = ml_cli_model_path("ml_perplexity", o.model, gguf_mlb, sizeof gguf_mlb))) return ML_EXIT_FAIL;
+    inputs[1].path = o.model != model_arg ? o.model : NULL;
+    if (o.kl_path && ml_outfile_check("--kl-base", o.kl_path, inputs, 4, &err)) {
+        fprintf(stderr, "ml_perplexity: %s\n", err.msg);
+        return ML_EXIT_USAGE;
+    }
+
     lml_error lerr;
     lml_model *m;
     lml_status lst;
     ml_status st;
-    const ml_named_path inputs[] = {{"the model -m", o.model}, {"the tokenizer -z", o.tokenizer}, {"the text -f", o.text}};
-    if (o.kl_path && ml_outfile_check("--kl-base", o.kl_path, inputs, 3, &err)) {
-        fprintf(stderr, "ml_perplexity: %s\n", err.msg);
-        return ML_EXIT_USAGE;
-    }
     /* Every position's logits, -b at a time (a batch above the context is capped at it). */
     lml_model_options oo = {.context = (int)(o.ctx ? o.ctx : DEFAULT_CTX), .threads = (int)o.threads,
                             .batch = o.batch ? (int)o.batch : INT_MAX, .all_logits = 1,

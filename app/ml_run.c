@@ -164,26 +164,45 @@ typedef struct {
     ml_outfile o;
 } out_file;
 
-/* Refuse an output that is an input, or both outputs in one file (exit
- * code 2); open them (1). Before any work: prints why not. Returns
- * ML_CLI_RUN or the exit code. */
-static int open_outputs(out_file *outs, const ml_run_opts *o) {
+/* Refuse an empty output name, an output that is an input (the model as
+ * named and, for a GGUF, its converted cache), or both outputs in one file
+ * (however spelled): exit code 2, printing why. Returns ML_CLI_RUN or the
+ * exit code. */
+static int check_outputs(const ml_run_opts *o, const char *model_arg, const char *model_cache) {
     const char *prompt_file = o->prompt_file && strcmp(o->prompt_file, "-") ? o->prompt_file : NULL;
-    const ml_named_path inputs[] = {
-        {"the model -m", o->model}, {"the tokenizer -z", o->tokenizer}, {"the prompt file -f", prompt_file}};
+    const ml_named_path inputs[] = {{"the model -m", model_arg},
+                                    {"the GGUF's converted model", model_cache},
+                                    {"the tokenizer -z", o->tokenizer},
+                                    {"the prompt file -f", prompt_file},
+                                    {"the draft model --draft-model", o->draft_model},
+                                    {"the draft tokenizer --draft-tokenizer", o->draft_tokenizer}};
     const int n_inputs = (int)(sizeof inputs / sizeof *inputs);
-    const char *paths[2] = {o->logits_path, o->ids_path};
+    const char *paths[2] = {o->logits_path, o->ids_path}, *names[2] = {"--logits", "--ids"};
     ml_err err = {{0}};
-    if (paths[0] && paths[1] && !strcmp(paths[0], paths[1]) && strncmp(paths[0], "/dev/", 5)) {
-        fprintf(stderr, "ml_run: --logits and --ids both name '%s'; give them two files\n", paths[0]);
-        return ML_EXIT_USAGE;
-    }
     for (int i = 0; i < 2; i++) {
-        if (paths[i] && ml_outfile_check(outs[i].what, paths[i], inputs, n_inputs, &err)) {
+        if (paths[i] && !paths[i][0]) {
+            fprintf(stderr, "ml_run: %s: the file name is empty\n", names[i]);
+            return ML_EXIT_USAGE;
+        }
+        if (paths[i] && ml_outfile_check(names[i], paths[i], inputs, n_inputs, &err)) {
             fprintf(stderr, "ml_run: %s\n", err.msg);
             return ML_EXIT_USAGE;
         }
     }
+    if (paths[0] && paths[1] && ml_outfile_same(paths[0], paths[1])) {
+        fprintf(stderr, "ml_run: --logits '%s' and --ids '%s' are one file; give them two files\n", paths[0], paths[1]);
+        return ML_EXIT_USAGE;
+    }
+    return ML_CLI_RUN;
+}
+
+/* check_outputs, then open both (exit code 1 if one cannot be). Before any
+ * work. Returns ML_CLI_RUN or the exit code. */
+static int open_outputs(out_file *outs, const ml_run_opts *o, const char *model_arg) {
+    int rc = check_outputs(o, model_arg, o->model != model_arg ? o->model : NULL);
+    if (rc != ML_CLI_RUN) return rc;
+    const char *paths[2] = {o->logits_path, o->ids_path};
+    ml_err err = {{0}};
     for (int i = 0; i < 2; i++) {
         if (paths[i] && ml_outfile_open(&outs[i].o, outs[i].what, paths[i], &err)) {
             fprintf(stderr, "ml_run: %s\n", err.msg);
@@ -215,10 +234,15 @@ static int finish_outputs(out_file *outs, int n, int rc) {
 /* ---- main -------------------------------------------------------------- */
 
 int ml_main(int argc, char **argv) {
+    ml_cli_clean_on_signal();
     if (ml_chat_wanted(argc, argv)) return ml_chat_main(argc, argv); /* app/chat.c */
     ml_run_opts o;
     int rc = parse_args(argc, argv, &o);
     if (rc != ML_CLI_RUN) return rc;
+    /* The outputs are checked against the inputs before a GGUF converts
+     * (which takes a while), and again against what it converted to. */
+    const char *model_arg = o.model;
+    if ((rc = check_outputs(&o, model_arg, NULL)) != ML_CLI_RUN) return rc;
     char gguf_mlb[4096]; /* -m X.gguf: its cached .mlb */
     if (!(o.model = ml_cli_model_path("ml_run", o.model, gguf_mlb, sizeof gguf_mlb))) return ML_EXIT_FAIL;
     char *prompt_text = NULL; /* -f: the file's text, read before the model loads */
@@ -232,7 +256,7 @@ int ml_main(int argc, char **argv) {
     }
 
     out_file outs[2] = {{.what = "--logits"}, {.what = "--ids"}};
-    if ((rc = open_outputs(outs, &o)) != ML_CLI_RUN) {
+    if ((rc = open_outputs(outs, &o, model_arg)) != ML_CLI_RUN) {
         free(prompt_text);
         return finish_outputs(outs, 2, rc);
     }

@@ -139,6 +139,7 @@ static void print_piece(const unsigned char *p, size_t n) {
 }
 
 int ml_main(int argc, char **argv) {
+    ml_cli_clean_on_signal();
     options o;
     int rc = parse_args(argc, argv, &o);
     if (rc != ML_CLI_RUN) return rc;

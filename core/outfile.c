@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -26,6 +27,7 @@
 
 typedef struct {
     unsigned long long dev, ino;
+    int regular; /* a regular file (a device or pipe: 0) */
 } file_id;
 
 /* 1 and *id if path names an existing file (links followed). */
@@ -39,12 +41,12 @@ static int id_of(const char *path, file_id *id) {
     BY_HANDLE_FILE_INFORMATION fi;
     int ok = GetFileInformationByHandle(h, &fi) != 0;
     CloseHandle(h);
-    *id = (file_id){fi.dwVolumeSerialNumber, ((unsigned long long)fi.nFileIndexHigh << 32) | fi.nFileIndexLow};
+    *id = (file_id){fi.dwVolumeSerialNumber, ((unsigned long long)fi.nFileIndexHigh << 32) | fi.nFileIndexLow, 1};
     return ok;
 #else
     struct stat st;
     if (stat(path, &st) != 0) return 0;
-    *id = (file_id){(unsigned long long)st.st_dev, (unsigned long long)st.st_ino};
+    *id = (file_id){(unsigned long long)st.st_dev, (unsigned long long)st.st_ino, S_ISREG(st.st_mode) != 0};
     return 1;
 #endif
 }
@@ -87,16 +89,95 @@ static out_kind kind_of(const char *path, const char **why) {
 }
 
 /* Into out (ML_OUTFILE_PATH_MAX): the file a link points to (renamed
- * over, so the link stays), the path itself otherwise. 0 if too long. */
+ * over, so the link stays), also when it does not exist yet (a dangling
+ * link: up to 8 links deep, each relative to its own directory), the path
+ * itself otherwise. 0 if too long. */
 static int resolve(const char *path, char *out) {
-#if !defined(_WIN32) && defined(PATH_MAX) && PATH_MAX <= ML_OUTFILE_PATH_MAX
-    struct stat st;
-    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && realpath(path, out)) return 1;
-#endif
     size_t n = strlen(path);
     if (n >= ML_OUTFILE_PATH_MAX) return 0;
     memcpy(out, path, n + 1);
+#if !defined(_WIN32) && defined(PATH_MAX) && PATH_MAX <= ML_OUTFILE_PATH_MAX
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode)) return 1;
+    if (realpath(path, out)) return 1;
+    memcpy(out, path, n + 1);
+    for (int hop = 0; hop < 8 && lstat(out, &st) == 0 && S_ISLNK(st.st_mode); hop++) {
+        char link[ML_OUTFILE_PATH_MAX];
+        ssize_t k = readlink(out, link, sizeof link - 1);
+        if (k <= 0) break;
+        link[k] = 0;
+        const char *slash = strrchr(out, '/');
+        size_t dir = link[0] == '/' || !slash ? 0 : (size_t)(slash - out) + 1; /* keep "dir/" */
+        if (dir + (size_t)k >= ML_OUTFILE_PATH_MAX) return 0;
+        memcpy(out + dir, link, (size_t)k + 1);
+    }
+#endif
     return 1;
+}
+
+/* Into out: the directory part of path made absolute (links resolved), a
+ * slash and the last part; 0 if the directory does not exist or the
+ * result would not fit. */
+static int canonical_name(const char *name, char *out, size_t cap) {
+#if !defined(_WIN32) && defined(PATH_MAX)
+    char path[ML_OUTFILE_PATH_MAX];
+    if (!resolve(name, path)) return 0;
+    const char *slash = strrchr(path, '/');
+    char dir[PATH_MAX], real[PATH_MAX];
+    size_t n = slash ? (size_t)(slash - path) : 1;
+    if (n >= sizeof dir) return 0;
+    if (slash) memcpy(dir, n ? path : "/", n ? n : 1), dir[n ? n : 1] = 0;
+    else strcpy(dir, ".");
+    return realpath(dir, real) && (size_t)snprintf(out, cap, "%s/%s", real, slash ? slash + 1 : path) < cap;
+#else
+    return (size_t)snprintf(out, cap, "%s", name) < cap;
+#endif
+}
+
+int ml_outfile_same(const char *a, const char *b) {
+    file_id ia, ib;
+    const int ea = id_of(a, &ia), eb = id_of(b, &ib);
+    if (ea || eb) return ea && eb && ia.regular && ia.dev == ib.dev && ia.ino == ib.ino;
+    char ca[ML_OUTFILE_PATH_MAX], cb[ML_OUTFILE_PATH_MAX];
+    if (!canonical_name(a, ca, sizeof ca) || !canonical_name(b, cb, sizeof cb)) return !strcmp(a, b);
+    return !strcmp(ca, cb);
+}
+
+/* ---- the temporaries being written, for a signal handler ------------------ */
+
+/* A slot per open temporary (more at once go unlisted): claimed by
+ * compare-and-swap (the library may open outputs in several threads), its
+ * path written, then published. ml_outfile_remove_temporaries only reads. */
+#define LIVE_MAX 8
+enum { SLOT_FREE, SLOT_CLAIMED, SLOT_LIVE };
+static atomic_int live_state[LIVE_MAX];
+static char live_path[LIVE_MAX][ML_OUTFILE_PATH_MAX];
+
+static int live_add(const char *path) {
+    for (int i = 0; i < LIVE_MAX; i++) {
+        int expect = SLOT_FREE;
+        if (atomic_compare_exchange_strong(&live_state[i], &expect, SLOT_CLAIMED)) {
+            memcpy(live_path[i], path, strlen(path) + 1);
+            atomic_store(&live_state[i], SLOT_LIVE);
+            return i;
+        }
+    }
+    return -1;
+}
+
+static void live_drop(int slot) {
+    if (slot >= 0) atomic_store(&live_state[slot], SLOT_FREE);
+}
+
+void ml_outfile_remove_temporaries(void) {
+    for (int i = 0; i < LIVE_MAX; i++)
+        if (atomic_load(&live_state[i]) == SLOT_LIVE) {
+#if defined(_WIN32)
+            remove(live_path[i]);
+#else
+            unlink(live_path[i]); /* async-signal-safe */
+#endif
+        }
 }
 
 /* A file that did not exist (O_EXCL: never a user's file), open to write. */
@@ -115,14 +196,20 @@ static FILE *create_new(const char *path) {
     return f;
 }
 
-/* /dev/stdout, /dev/fd/N, /proc/self/fd/N may lead to a regular file the
- * shell opened for us: that one is written through, not replaced. */
+/* /dev/stdout, /dev/stderr, /dev/fd/N and /proc/<pid or self>/fd/N may lead
+ * to a regular file the shell opened for us: that one is written through,
+ * not replaced. Any other regular file, under /dev/shm say, is replaced. */
 static int is_fd_alias(const char *path) {
-    return !strncmp(path, "/dev/", 5) || !strncmp(path, "/proc/", 6);
+    if (!strcmp(path, "/dev/stdout") || !strcmp(path, "/dev/stderr") || !strncmp(path, "/dev/fd/", 8)) return 1;
+    if (strncmp(path, "/proc/", 6)) return 0;
+    const char *p = path + 6;
+    if (!strncmp(p, "self", 4)) p += 4;
+    else while (*p >= '0' && *p <= '9') p++;
+    return p > path + 6 && !strncmp(p, "/fd/", 4);
 }
 
 ml_status ml_outfile_open(ml_outfile *o, const char *what, const char *path, ml_err *err) {
-    *o = (ml_outfile){.path = path};
+    *o = (ml_outfile){.path = path, .live = -1};
     const char *why = NULL;
     out_kind k = kind_of(path, &why);
     if (k == KIND_REFUSED)
@@ -145,6 +232,7 @@ ml_status ml_outfile_open(ml_outfile *o, const char *what, const char *path, ml_
         o->f = create_new(o->tmp);
         if (!o->f && errno != EEXIST) break;
     }
+    o->live = o->f ? live_add(o->tmp) : -1;
     if (!o->f) {
         int e = errno;
         o->tmp[0] = 0;
@@ -188,6 +276,8 @@ ml_status ml_outfile_commit(ml_outfile *o, ml_err *err) {
         ml_outfile_abort(o);
         return ml_errf(err, ML_E_IO, "writing '%s' failed: %s", o->path, e ? strerror(e) : "write error");
     }
+    live_drop(o->live);
+    o->live = -1;
     o->tmp[0] = 0;
     return ML_OK;
 }
@@ -195,6 +285,10 @@ ml_status ml_outfile_commit(ml_outfile *o, ml_err *err) {
 void ml_outfile_abort(ml_outfile *o) {
     if (o->f) fclose(o->f);
     o->f = NULL;
-    if (o->tmp[0]) ml_remove(o->tmp);
+    if (o->tmp[0]) {
+        live_drop(o->live);
+        o->live = -1;
+        ml_remove(o->tmp);
+    }
     o->tmp[0] = 0;
 }

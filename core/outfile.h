@@ -28,6 +28,12 @@ typedef struct {
 ml_status ml_outfile_check(const char *what, const char *path, const ml_named_path *inputs, int n,
                            ml_err *err);
 
+/* 1 if the two outputs a and b would land in one file: the same existing
+ * file (by device and inode: other spellings, links), or two spellings of
+ * one name that does not exist yet. A device or pipe is written through,
+ * so two outputs may share it. */
+int ml_outfile_same(const char *a, const char *b);
+
 /* Longest path of a target or its temporary (no allocation: the library
  * allocates at load time only). */
 #define ML_OUTFILE_PATH_MAX 4096
@@ -39,6 +45,7 @@ typedef struct {
     int through;      /* written through (a device or pipe): no temporary */
     char target[ML_OUTFILE_PATH_MAX]; /* renamed over (for a link: its file) */
     char tmp[ML_OUTFILE_PATH_MAX];    /* the temporary; "" when none */
+    int live;                         /* its slot in the list of temporaries; -1: none */
 } ml_outfile;
 
 /* Open an output for writing (what names it in messages). */
@@ -51,5 +58,10 @@ ml_status ml_outfile_commit(ml_outfile *o, ml_err *err);
 /* Close and remove the temporary; the target keeps its previous content.
  * Safe on a zeroed, closed or committed o. */
 void ml_outfile_abort(ml_outfile *o);
+
+/* Remove every temporary still being written (async-signal-safe: for a
+ * handler of SIGINT or SIGTERM, before the program dies of it). The
+ * targets keep their previous content. */
+void ml_outfile_remove_temporaries(void);
 
 #endif

@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 const char *ml_status_name(ml_status s) {
     static const char *const names[ML_STATUS_COUNT] = {
@@ -12,10 +13,14 @@ const char *ml_status_name(ml_status s) {
 
 ml_status ml_errf(ml_err *e, ml_status s, const char *fmt, ...) {
     if (e) {
+        /* Formatted apart first: callers prefix a message with e->msg itself
+         * as an argument, and vsnprintf's source and target must not overlap. */
+        char msg[sizeof e->msg];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+        vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
+        memcpy(e->msg, msg, sizeof msg);
     }
     return s;
 }

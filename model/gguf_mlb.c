@@ -1137,7 +1137,10 @@ static ml_status cache_path(const char *gguf_path, char *mlb_path, size_t cap, i
     char dir[ML_OUTFILE_PATH_MAX];
     ml_status s = ml_gguf_cache_dir(dir, sizeof dir - 128, err);
     if (s) return s;
-    /* the key: absolute path, size, modification time, converter version */
+    /* the key: absolute path, size, file identity and change times,
+     * converter version. A rewrite in place within one second, or cp -p
+     * (which keeps mtime), still moves the status change time (ctime, set
+     * by the kernel), to the nanosecond where the system keeps them. */
     char abs_path[ML_OUTFILE_PATH_MAX];
 #ifdef _WIN32
     if (!_fullpath(abs_path, gguf_path, sizeof abs_path)) snprintf(abs_path, sizeof abs_path, "%s", gguf_path);
@@ -1145,10 +1148,13 @@ static ml_status cache_path(const char *gguf_path, char *mlb_path, size_t cap, i
     if (!realpath(gguf_path, abs_path)) snprintf(abs_path, sizeof abs_path, "%s", gguf_path);
 #endif
     uint64_t k = 0xCBF29CE484222325ull;
-    long long size = (long long)st.st_size, mtime = (long long)st.st_mtime;
+    long long id[8] = {(long long)st.st_size, (long long)st.st_mtime, (long long)st.st_ctime, (long long)st.st_ino,
+                       (long long)st.st_dev};
+#if defined(__linux__)
+    id[5] = (long long)st.st_mtim.tv_nsec, id[6] = (long long)st.st_ctim.tv_nsec;
+#endif
     k = fnv(k, abs_path, strlen(abs_path) + 1);
-    k = fnv(k, &size, sizeof size);
-    k = fnv(k, &mtime, sizeof mtime);
+    k = fnv(k, id, sizeof id);
     k = fnv(k, CONVERTER_VERSION, sizeof CONVERTER_VERSION);
     /* the name: the GGUF's base name, safe characters only, without .gguf */
     const char *base = gguf_path;

@@ -252,6 +252,13 @@ int ml_main(int argc, char **argv) {
     }
     close(fd);
 
+    /* ---- a message prefixed with its own text (the GGUF importer's "path: why") ---- */
+    ml_err pre;
+    ml_errf(&pre, ML_E_FORMAT, "tensor blk.0.attn_v.weight: data offset 4064 is not a multiple of 64");
+    ml_errf(&pre, ML_E_FORMAT, "%s: %s", "align64.gguf", pre.msg);
+    CHECK(!strcmp(pre.msg, "align64.gguf: tensor blk.0.attn_v.weight: data offset 4064 is not a multiple of 64"),
+          "ml_errf with its own message as an argument: '%s'", pre.msg);
+
     /* ---- valid files open, in both weight types, shared or not ---- */
     int f0 = tl_failed;
     for (int wt = 0; wt < 2; wt++)

@@ -74,8 +74,22 @@ for o in --logits --ids; do
 done
 expect "ml_run inputs: --no-mmap --logits onto the model" 2 "the same file as the model" \
     "${R[@]}" "$RUN" "${RUNARGS[@]}" --no-mmap --logits "$M"
-expect "ml_run inputs: --logits and --ids one file" 2 "--logits and --ids both name" \
+expect "ml_run inputs: --logits and --ids one file" 2 "are one file" \
     "${R[@]}" "$RUN" "${RUNARGS[@]}" --logits "$tmp/both" --ids "$tmp/both"
+expect "ml_run inputs: --logits and --ids one file, spelled two ways" 2 "are one file" \
+    "${R[@]}" "$RUN" "${RUNARGS[@]}" --logits "$tmp/both" --ids "$tmp/./both"
+ln -s both "$tmp/both.link"
+expect "ml_run inputs: --logits and --ids one file, through a link to a new file" 2 "are one file" \
+    "${R[@]}" "$RUN" "${RUNARGS[@]}" --logits "$tmp/both" --ids "$tmp/both.link"
+rm -f "$tmp/both.link"
+expect "ml_run inputs: an empty --ids name" 2 "--ids: the file name is empty" "${R[@]}" "$RUN" "${RUNARGS[@]}" --ids ""
+cp "$M" "$D/draft.mlb"; cp "$T" "$D/draft.tok"; cp "$M" "$tmp/draft.copy"; cp "$T" "$tmp/dtok.copy"
+expect "ml_run inputs: --logits onto the draft model" 2 "is the same file as the draft model --draft-model" \
+    "${R[@]}" "$RUN" "${RUNARGS[@]}" --draft-model "$D/draft.mlb" --logits "$D/draft.mlb"
+expect "ml_run inputs: --ids onto the draft tokenizer" 2 "is the same file as the draft tokenizer --draft-tokenizer" \
+    "${R[@]}" "$RUN" "${RUNARGS[@]}" --draft-model "$D/draft.mlb" --draft-tokenizer "$D/draft.tok" --ids "$D/draft.tok"
+same "ml_run inputs: the draft model is intact" "$D/draft.mlb" "$tmp/draft.copy"
+same "ml_run inputs: the draft tokenizer is intact" "$D/draft.tok" "$tmp/dtok.copy"
 RUNF=(-m "$M" -z "$T" -f "$X" -n 0 --temp 0 -s 1)
 expect "ml_run inputs: --logits onto the prompt file -f (link)" 2 "is the same file as the prompt file -f '$X'" \
     "${R[@]}" "$RUN" "${RUNF[@]}" --logits "$D/x.link"
@@ -110,6 +124,20 @@ echo old >"$O/target"; ln -s target "$O/via"
 expect "ml_run outputs: --logits through a symlink" 0 "" "${R[@]}" "$RUN" "${RUNARGS[@]}" --logits "$O/via"
 if [ -L "$O/via" ] && cmp -s "$O/target" "$tmp/l.ref"; then ok "ml_run outputs: the link stays, its file is new"
 else bad "ml_run outputs: symlink replaced or its file not written"; fi
+ln -s new-target "$O/dangling"
+expect "ml_run outputs: --ids through a link to no file yet" 0 "" "${R[@]}" "$RUN" "${RUNARGS[@]}" --ids "$O/dangling"
+if [ -L "$O/dangling" ] && cmp -s "$O/new-target" "$tmp/i.ref"; then ok "ml_run outputs: the dangling link stays, its file is made"
+else bad "ml_run outputs: a dangling link replaced, or its file not written"; fi
+# A regular file under /dev (a tmpfs like /dev/shm) is a file: replaced, not appended to.
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+    shm=$(mktemp /dev/shm/legacy-ml-test.XXXXXX)
+    echo old >"$shm"
+    expect "ml_run outputs: --ids a file under /dev/shm" 0 "replaced" "${R[@]}" "$RUN" "${RUNARGS[@]}" --ids "$shm"
+    same "ml_run outputs: the /dev/shm file holds the ids alone" "$shm" "$tmp/i.ref"
+    rm -f "$shm"
+else
+    skip "ml_run outputs: no writable /dev/shm"
+fi
 expect "ml_run devices: --logits /dev/null" 0 "" "${R[@]}" "$RUN" "${RUNARGS[@]}" --logits /dev/null --ids /dev/null
 if [ -c /dev/null ]; then ok "ml_run devices: /dev/null is still a device"; else bad "ml_run devices: /dev/null replaced"; fi
 expect "ml_run devices: --ids /dev/stdout" 0 "" "${R[@]}" "$RUN" "${RUNARGS[@]}" --ids /dev/stdout
@@ -257,4 +285,25 @@ else
 fi
 s=$(seconds "${R[@]}" "$RUN" "${LRUN[@]}" --logits "$K9/logits.ref")
 kills 16 "ml_run --logits" "$K9/logits" "$K9/logits.ref" "$s" "${R[@]}" "$RUN" "${LRUN[@]}" --logits "$K9/logits"
+
+# ---- Ctrl-C (SIGINT) at random points: the old file, no temporary beside it --
+# Started from Python with SIGINT at its default (a background job of this
+# script would ignore it).
+sigints() {
+    local n=$1 target=$2 secs=$3 i left bad_rc=0 old=0; shift 3
+    for ((i = 0; i < n; i++)); do
+        echo "old content $i" >"$target"; cp "$target" "$tmp/int.old"
+        "$PYTHON" -c 'import random, signal, subprocess, sys, time
+p = subprocess.Popen(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+time.sleep(float(sys.argv[1]) * random.uniform(0.2, 0.8))
+p.send_signal(signal.SIGINT)
+sys.exit(0 if p.wait() in (0, -signal.SIGINT) else 1)' "$secs" "$@" --logits "$target" || bad_rc=$((bad_rc + 1))
+        cmp -s "$target" "$tmp/int.old" && old=$((old + 1))
+    done
+    left=$(find "$(dirname "$target")" -maxdepth 1 -name '*.part-*' | head -3)
+    if [ "$bad_rc" -eq 0 ] && [ -z "$left" ]; then ok "SIGINT: ml_run --logits: $n interrupts, no temporary left (the old file $old times)"
+    else bad "SIGINT: ml_run --logits: $bad_rc runs not ended by the signal, left behind: $left"; fi
+}
+sigints 8 "$K9/int-logits" "$s" "${R[@]}" "$RUN" "${LRUN[@]}"
 finish

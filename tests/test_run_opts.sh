@@ -45,12 +45,17 @@ else
     skip "sampler: no reference build (REF_BUILD '$REF_BUILD'): run through make check; identity to scalar not checked"
 fi
 for a in "--top-k -1" "--top-k x" "--min-p 1.5" "--min-p -0.1" "--repeat-penalty 0" "--repeat-penalty -1" \
-         "--repeat-last-n -2"; do
+         "--repeat-penalty 1e-46" "--repeat-last-n -2"; do
     # shellcheck disable=SC2086
     run $a >"$tmp/bad.out" 2>"$tmp/bad.err"; rc=$?
     check "sampler: '$a' refused (exit 2) with a message naming ${a%% *}" \
         "[ $rc = 2 ] && grep -q -- '^ml_run: ${a%% *}: expected' '$tmp/bad.err'"
 done
+
+# A temperature so small that the largest logit over it overflows: greedy, not garbage.
+run -i "Once upon a time" -n 40 --temp 0 --ids "$tmp/t0.ids" >/dev/null 2>&1
+run -i "Once upon a time" -n 40 --temp 1e-40 -s 3 --ids "$tmp/tiny.ids" >/dev/null 2>&1
+check "sampler: --temp 1e-40 gives the greedy tokens" "[ -s '$tmp/t0.ids' ] && cmp -s '$tmp/t0.ids' '$tmp/tiny.ids'"
 
 # ---- -f FILE / -f - -------------------------------------------------------------
 G=(-n 60 --temp 0)
