@@ -72,8 +72,16 @@ int ml_http_parse(const char *buf, size_t n, size_t max_head, size_t max_body, m
             break;
         }
     if (!end) {
+        /* A request line still arriving is refused early only when its path
+         * so far is already too long: the answer must not depend on how the
+         * bytes were split (a whole line's query string may be long). */
         size_t first = line_end(buf, scan, 0);
-        if (first == scan && scan > ML_HTTP_MAX_PATH + 32) return bad(status, why, 414, "request line too long");
+        const char *sp = memchr(buf, ' ', first);
+        if (first == scan && sp) {
+            size_t t = (size_t)(sp - buf) + 1, pl = 0;
+            while (t + pl < first && buf[t + pl] != '?' && buf[t + pl] != ' ') pl++;
+            if (pl >= ML_HTTP_MAX_PATH) return bad(status, why, 414, "request target too long");
+        }
         return n >= max_head ? bad(status, why, 431, "request head too large") : 0;
     }
     r->head_len = end;
@@ -99,9 +107,12 @@ int ml_http_parse(const char *buf, size_t n, size_t max_head, size_t max_body, m
     if (pl >= ML_HTTP_MAX_PATH) return bad(status, why, 414, "request target too long");
     memcpy(r->path, buf + t0, pl);
     if (p >= ll || buf[p++] != ' ') return bad(status, why, 400, "bad request line");
-    if (ll - p != 8 || memcmp(buf + p, "HTTP/", 5) || buf[p + 6] != '.') return bad(status, why, 400, "bad HTTP version");
+    if (ll - p != 8 || memcmp(buf + p, "HTTP/", 5) || buf[p + 6] != '.' || buf[p + 5] < '0' || buf[p + 5] > '9' ||
+        buf[p + 7] < '0' || buf[p + 7] > '9')
+        return bad(status, why, 400, "bad HTTP version");
     if (buf[p + 5] != '1' || (buf[p + 7] != '0' && buf[p + 7] != '1')) return bad(status, why, 505, "only HTTP/1.0 and 1.1");
     r->keep_alive = buf[p + 7] == '1';
+    r->http10 = buf[p + 7] == '0';
 
     /* Headers: name ":" OWS value OWS CRLF; no folding. */
     int seen_length = 0;

@@ -15,6 +15,7 @@ typedef struct {
     size_t head_len;             /* bytes of the head, the blank line included */
     size_t content_length;       /* 0 without the header */
     int keep_alive;              /* HTTP/1.1 without "Connection: close" */
+    int http10;                  /* an HTTP/1.0 request: no chunked replies */
     int expect_continue;         /* "Expect: 100-continue" */
     const char *auth;            /* the Authorization value, auth_len bytes; NULL: none */
     size_t auth_len;

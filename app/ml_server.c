@@ -16,6 +16,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -117,7 +119,7 @@ static int parse_args(int argc, char **argv, srv_opts *o) {
 
 /* ---- the server's state: everything allocated once -------------------------------- */
 
-enum { C_FREE, C_READING, C_QUEUED, C_SERVING };
+enum { C_FREE, C_READING, C_QUEUED, C_SERVING, C_LINGER };
 
 typedef struct {
     int fd, state;
@@ -168,6 +170,26 @@ static void close_conn(conn *c) {
     c->head_done = c->continue_sent = 0;
 }
 
+/* After an error reply to a request not read to its end (a body too large,
+ * a bad head): closing at once with unread bytes would send a reset, which
+ * can reach the client before it reads the reply. So stop writing, and
+ * read and drop what still comes, until the client closes or a second
+ * passes (pump). */
+#define LINGER_MS 1000
+static void linger_conn(conn *c, double t) {
+    shutdown(c->fd, SHUT_WR);
+    c->state = C_LINGER;
+    c->in_n = 0;
+    c->deadline = t + LINGER_MS / 1e3;
+}
+
+static void drain_conn(conn *c) {
+    char sink[4096];
+    ssize_t r;
+    while ((r = recv(c->fd, sink, sizeof sink, MSG_DONTWAIT)) > 0) {}
+    if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) close_conn(c);
+}
+
 /* Send all n bytes. The waits for the client to read add up to at most
  * --timeout per response (c->wait_left), however the client trickles its
  * reads: a slow reader holds the others up no longer than that. */
@@ -211,7 +233,8 @@ static int send_json(conn *c, int status, const char *body, size_t len) {
     int h = snprintf(head, sizeof head,
                      "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\nConnection: %s\r\n\r\n",
                      status, ml_http_reason(status), len, c->req.keep_alive && status < 400 ? "keep-alive" : "close");
-    return send_all(c, head, (size_t)h) || send_all(c, body, len) ? -1 : 0;
+    int head_only = !strcmp(c->req.method, "HEAD"); /* a reply to HEAD has no body (RFC 9110) */
+    return send_all(c, head, (size_t)h) || (!head_only && send_all(c, body, len)) ? -1 : 0;
 }
 
 /* A 4xx/5xx with an OpenAI-style error body; the connection closes after it. */
@@ -243,7 +266,7 @@ static void check_request(server *sv, int i) {
         int r = ml_http_parse(c->in, c->in_n, (size_t)sv->o.max_head, (size_t)sv->o.max_body, &c->req, &status, &why);
         if (r < 0) {
             send_error(sv, c, status, why);
-            close_conn(c);
+            linger_conn(c, now());
             return;
         }
         if (r == 0) return;
@@ -266,7 +289,7 @@ static void read_conn(server *sv, int i) {
     size_t room = sv->in_cap - 1 - c->in_n;
     if (!room) { /* the head and body limits fit in_cap: only a pipelined surplus gets here */
         send_error(sv, c, 413, "request too large");
-        close_conn(c);
+        linger_conn(c, now());
         return;
     }
     ssize_t r = recv(c->fd, c->in + c->in_n, room, MSG_DONTWAIT);
@@ -321,20 +344,23 @@ static void pump(server *sv, int wait_ms) {
     pf[n] = (struct pollfd){.fd = sv->listen_fd, .events = POLLIN};
     idx[n++] = -1;
     for (int i = 0; i < sv->o.max_queue; i++)
-        if (sv->conns[i].state == C_READING) {
+        if (sv->conns[i].state == C_READING || sv->conns[i].state == C_LINGER) {
             pf[n] = (struct pollfd){.fd = sv->conns[i].fd, .events = POLLIN};
             idx[n++] = i;
         }
     int r = poll(pf, (nfds_t)n, wait_ms);
     /* The connections first (a closed one frees its slot), then the new ones. */
-    for (int k = 1; r > 0 && k < n; k++)
-        if (pf[k].revents && sv->conns[idx[k]].state == C_READING) read_conn(sv, idx[k]);
+    for (int k = 1; r > 0 && k < n; k++) {
+        if (!pf[k].revents) continue;
+        if (sv->conns[idx[k]].state == C_READING) read_conn(sv, idx[k]);
+        else if (sv->conns[idx[k]].state == C_LINGER) drain_conn(&sv->conns[idx[k]]);
+    }
     if (r > 0 && pf[0].revents) accept_conns(sv);
     double t = now();
     for (int i = 0; i < sv->o.max_queue; i++) {
         conn *c = &sv->conns[i];
-        if (c->state != C_READING || t < c->deadline) continue;
-        if (c->in_n) send_error(sv, c, 408, "request not complete within the timeout");
+        if ((c->state != C_READING && c->state != C_LINGER) || t < c->deadline) continue;
+        if (c->state == C_READING && c->in_n) send_error(sv, c, 408, "request not complete within the timeout");
         close_conn(c);
     }
 }
@@ -397,7 +423,8 @@ static const char *read_params(server *sv, int root, gen_req *g) {
     }
     if ((v = ml_json_get(j, root, "top_p")) >= 0 && N[v].type != ML_JSON_NULL) {
         if (N[v].type != ML_JSON_NUMBER || !(N[v].num > 0 && N[v].num <= 1)) return "'top_p' must be in (0, 1]";
-        g->top_p = N[v].num;
+        /* at least the smallest normal float: a tinier one would round to 0, which is top-p off */
+        g->top_p = N[v].num < FLT_MIN ? FLT_MIN : N[v].num;
     }
     if ((v = ml_json_get(j, root, "seed")) >= 0 && N[v].type != ML_JSON_NULL) {
         double d = N[v].num;
@@ -497,6 +524,7 @@ static int send_event(gen_ctx *x, const char *delta, size_t len, const char *fin
         else outf(sv, &n, ",\"finish_reason\":null}]}");
     }
     if (outf(sv, &n, "\n\n\r\n")) return -1;
+    if (x->c->req.http10) return send_all(x->c, sv->out + 16, n - 16 - 2); /* no chunks: the event alone */
     char size[16];
     int sl = snprintf(size, sizeof size, "%zx\r\n", n - 16 - 2);
     memcpy(sv->out + 16 - sl, size, (size_t)sl);
@@ -611,9 +639,16 @@ static void serve_generate(server *sv, conn *c, int root, int chat) {
     lml_sampler_options so = {.temperature = (float)g.temperature, .top_p = (float)g.top_p, .repeat_penalty = 1.0f,
                               .seed = g.has_seed ? g.seed : (unsigned long long)time(NULL) + sv->n_requests};
     if (g.stream) {
-        static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-                                   "Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n";
-        if (send_all(c, head, sizeof head - 1)) x.gone = 1;
+        /* HTTP/1.1: chunked, the connection kept unless the client closes
+         * it; an HTTP/1.0 client cannot take chunks: the stream ends with
+         * the connection (RFC 9112 7, 9.6). */
+        char head[192];
+        if (c->req.http10) c->req.keep_alive = 0;
+        int h = snprintf(head, sizeof head,
+                         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n%s"
+                         "Connection: %s\r\n\r\n",
+                         c->req.http10 ? "" : "Transfer-Encoding: chunked\r\n", c->req.keep_alive ? "keep-alive" : "close");
+        if (send_all(c, head, (size_t)h)) x.gone = 1;
         if (chat && !x.gone && send_event(&x, "", 0, NULL, 0, 0)) x.gone = 1;
     }
     int n_pos = 0;
@@ -640,9 +675,10 @@ static void serve_generate(server *sv, conn *c, int root, int chat) {
         if (x.text_n > x.sent && send_event(&x, sv->text + x.sent, x.text_n - x.sent, NULL, 0, 0)) return;
         x.sent = x.text_n;
         static const char done[] = "e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n";
+        const size_t skip = c->req.http10 ? 3 : 0, cut = c->req.http10 ? 7 : 0; /* the chunk framing */
         if (send_event(&x, NULL, 0, finish, 0, 0) ||
             (g.include_usage && send_event(&x, NULL, 0, NULL, 1, (int)n_prompt)) ||
-            send_all(c, done, sizeof done - 1))
+            send_all(c, done + skip, sizeof done - 1 - skip - cut))
             c->req.keep_alive = 0;
         return;
     }
@@ -676,7 +712,8 @@ static void serve(server *sv, conn *c) {
     }
     if (sv->o.api_key && !health) {
         size_t kl = strlen(sv->o.api_key);
-        if (!r->auth || r->auth_len != kl + 7 || memcmp(r->auth, "Bearer ", 7) || memcmp(r->auth + 7, sv->o.api_key, kl)) {
+        /* the scheme's name is case-insensitive (RFC 9110 11.1) */
+        if (!r->auth || r->auth_len != kl + 7 || strncasecmp(r->auth, "Bearer ", 7) || memcmp(r->auth + 7, sv->o.api_key, kl)) {
             send_error(sv, c, 401, "a valid API key is required (Authorization: Bearer KEY)");
             return;
         }

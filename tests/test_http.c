@@ -123,6 +123,23 @@ static void test_http(void) {
     memset(longpath + 5, 'p', 300);
     strcpy(longpath + 305, " HTTP/1.1\r\n\r\n");
     CHECK(head(longpath, &r, &st) == -1 && st == 414, "a path over %d bytes: 414 (got %d)", ML_HTTP_MAX_PATH, st);
+    /* The verdict never depends on where the bytes were split: every prefix
+     * of a whole head is "more bytes" (0) or that head's own verdict. */
+    char query[700] = "GET /health?";
+    memset(query + 12, 'a', 600);
+    strcpy(query + 612, " HTTP/1.1\r\n\r\n");
+    const char *whole[] = {query, longpath, "GET / HTTP/Y.1\r\n\r\n"};
+    const int verdict[] = {1, 414, 400};
+    for (size_t w = 0; w < sizeof whole / sizeof *whole; w++) {
+        const char *why = NULL;
+        int bad_at = -1, got = 0;
+        for (size_t n = 1; n <= strlen(whole[w]) && bad_at < 0; n++) {
+            int rc = ml_http_parse(whole[w], n, 1024, 1000, &r, &st, &why);
+            got = rc < 0 ? st : rc;
+            if (n < strlen(whole[w]) ? (got != 0 && got != verdict[w]) : got != verdict[w]) bad_at = (int)n;
+        }
+        CHECK(bad_at < 0, "head #%zu: %d after its first %d bytes (whole: %d)", w, got, bad_at, verdict[w]);
+    }
     CHECK(!strcmp(ml_http_reason(404), "Not Found") && !strcmp(ml_http_reason(999), "Error"), "reason phrases");
     GROUP_DONE("http: request heads", f0);
 }

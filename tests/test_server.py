@@ -183,6 +183,52 @@ def test_malformed(port):
     report(raw(port, b"GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")[0] == 200, "malformed: still serving after them")
 
 
+def test_edges(port):
+    # Tiny temperature and top_p: the greedy limit, not NaN's garbage or top-p off.
+    greedy = json.loads(raw(port, post("/v1/completions", {"prompt": PROMPT, "max_tokens": 12,
+                                                               "temperature": 0}))[1])["choices"][0]["text"]
+    for kw in ({"temperature": 1e-40}, {"temperature": 2, "top_p": 1e-300}):
+        got = [json.loads(raw(port, post("/v1/completions", dict(prompt=PROMPT, max_tokens=12, seed=k, **kw)))[1])
+               ["choices"][0]["text"] for k in range(3)]
+        report(got == [greedy] * 3, f"edges: {kw} gives the greedy text, every seed ({got!r})")
+    # HTTP/1.0 cannot take chunks: the stream ends with the connection.
+    b = json.dumps({"prompt": PROMPT, "max_tokens": 6, "stream": True, "temperature": 0}).encode()
+    s = raw(port, b"POST /v1/completions HTTP/1.0\r\nContent-Length: " + str(len(b)).encode() + b"\r\n\r\n" + b,
+            read=False)
+    data = b""
+    while (chunk := s.recv(65536)):
+        data += chunk
+    s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    events = [e for e in body.split(b"\n\n") if e]
+    report(b"chunked" not in head.lower() and b"connection: close" in head.lower() and
+           all(e.startswith(b"data: ") for e in events) and events[-1] == b"data: [DONE]",
+           f"edges: an HTTP/1.0 stream is plain events, then the close ({head[:120]!r} {body[:60]!r})")
+    # A request line's verdict does not depend on how its bytes arrive.
+    req = b"GET /health?" + b"a" * 1000 + b" HTTP/1.1\r\nConnection: close\r\n\r\n"
+    s = raw(port, req[:500], read=False)
+    time.sleep(0.2)
+    s.sendall(req[500:])
+    got = s.recv(200)
+    s.close()
+    report(got.startswith(b"HTTP/1.1 200"), f"edges: a long query string sent in two parts -> {got[:20]!r}")
+    # A body over --max-body: the 413 is read, not lost to a reset.
+    big = b'{"prompt": "' + b"a" * 3_000_000 + b'"}'
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    got = b""
+    try:
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nContent-Length: " + str(len(big)).encode() + b"\r\n\r\n")
+        try:
+            s.sendall(big)
+        except OSError:
+            pass
+        got = s.recv(200)
+    except OSError as e:
+        got = repr(e).encode()
+    s.close()
+    report(got.startswith(b"HTTP/1.1 413"), f"edges: a body too large -> {got[:40]!r}")
+
+
 def test_stalled_and_gone(port, proc):
     # A stalled client (half a head) does not block another's request.
     s = raw(port, b"POST /v1/completions HTTP/1.1\r\nContent-Le", read=False)
@@ -364,6 +410,8 @@ def test_key_and_queue():
         report(raw(port, b"GET /v1/models HTTP/1.1\r\n\r\n")[0] == 401, "key: no key -> 401")
         report(raw(port, b"GET /v1/models HTTP/1.1\r\nAuthorization: Bearer sesame\r\nConnection: close\r\n\r\n")[0]
                == 200, "key: the key -> 200")
+        report(raw(port, b"GET /v1/models HTTP/1.1\r\nAuthorization: bearer sesame\r\nConnection: close\r\n\r\n")[0]
+               == 200, "key: the scheme in any case ('bearer') -> 200")
         idle = [raw(port, b"GET /health HTTP/1.1\r\n", read=False) for _ in range(2)]
         time.sleep(0.1)
         st = raw(port, b"GET /health HTTP/1.1\r\n\r\n")[0]
@@ -424,6 +472,7 @@ def main():
             checks.skip("openai: the openai package is not installed (pip install openai)")
         test_curl(port)
         test_malformed(port)
+        test_edges(port)
         test_stalled_and_gone(port, p)
         test_load(port, p)
     finally:
