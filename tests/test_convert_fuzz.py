@@ -236,7 +236,33 @@ def fuzz(c, tmp, seeds, seconds, seed):
              f"{refused} refused cleanly, {loaded} converted and loaded, {failed} failed")
 
 
+def safetensors_cases(c, tmp):
+    """Hugging Face headers whose JSON parses into numbers too big for an
+    int (1e400 is inf) or nests too deep for Python's parser: refused."""
+    import shutil
+    hf = os.path.join(os.environ.get("MODELS", os.path.join(ROOT, "..", "shared", "models")), "stories260K-hf")
+    if not os.path.isfile(os.path.join(hf, "model.safetensors")):
+        c.skip(f"convert: safetensors headers: no {hf}")
+        return
+    data = open(os.path.join(hf, "model.safetensors"), "rb").read()
+    body = data[8 + struct.unpack("<Q", data[:8])[0]:]
+    for what, head in (("an offset of 1e400", b'{"a": {"dtype": "F32", "shape": [1], "data_offsets": [1e400, 1e400]}}'),
+                       ("a shape of 1e400", b'{"a": {"dtype": "F32", "shape": [1e400], "data_offsets": [0, 4]}}'),
+                       ("brackets nested 100000 deep", b"[" * 100000 + b"]" * 100000)):
+        d = os.path.join(tmp, "hf")
+        shutil.rmtree(d, ignore_errors=True)
+        shutil.copytree(hf, d)
+        with open(os.path.join(d, "model.safetensors"), "wb") as f:
+            f.write(struct.pack("<Q", len(head)) + head + body)
+        out = os.path.join(tmp, "hf.mlb")
+        rc, _, se, tb = convert_in_process(d, out)
+        c.report(tb is None and rc == 1 and se.startswith("convert: error: ") and not os.path.exists(out),
+                 f"convert: a safetensors header with {what}: refused (exit {rc}) {se.strip()[:120]!r}\n{tb or ''}")
+
+
 def main(c):
+    with tempfile.TemporaryDirectory() as tmp:
+        safetensors_cases(c, tmp)
     if gguf is None:
         c.skip(f"convert fuzz: no gguf package ({GGUF_MISSING})")
         return

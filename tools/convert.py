@@ -229,8 +229,8 @@ class SafetensorsIndex:
             try:
                 begin, end = (int(o) + 8 + hlen for o in info["data_offsets"])
                 dtype, shape = str(info["dtype"]), tuple(int(n) for n in info["shape"])
-            except (KeyError, TypeError, ValueError):
-                raise ConvertError(f"{path}: malformed header entry for {name}: {info}")
+            except (KeyError, TypeError, ValueError, OverflowError):  # 1e400 is inf: OverflowError
+                raise ConvertError(f"{path}: malformed header entry for {name}: {str(info)[:200]}")
             if not (8 + hlen <= begin <= end <= size):
                 raise ConvertError(f"{path}: tensor {name} data [{begin}, {end}) is outside "
                                    f"the file ({size} bytes; truncated?)")
@@ -750,6 +750,9 @@ def main(argv=None):
         return 1
     except MemoryError:
         print(f"convert: error: out of memory converting {args.input}", file=sys.stderr)
+        return 1
+    except RecursionError:  # json's parser on a header of nested brackets
+        print(f"convert: error: {args.input}: a JSON header or file nests too deeply", file=sys.stderr)
         return 1
     return 0
 
