@@ -215,6 +215,14 @@ ml_status ml_outfile_open(ml_outfile *o, const char *what, const char *path, ml_
     if (k == KIND_REFUSED)
         return ml_errf(err, ML_E_IO, "%s: cannot write '%s': it is %s; expected a file, or a device or pipe to write through",
                        what, path, why);
+#if !defined(_WIN32)
+    /* No write permission at all: the user protected it (as the shell's >
+     * would refuse, rm would ask); a rename would replace it regardless. */
+    struct stat ps;
+    if (k == KIND_REGULAR && !is_fd_alias(path) && stat(path, &ps) == 0 && !(ps.st_mode & 0222))
+        return ml_errf(err, ML_E_IO, "%s: '%s' is write-protected (mode %04o); not replacing it", what, path,
+                       (unsigned)(ps.st_mode & 07777));
+#endif
     if (k == KIND_THROUGH || (k == KIND_REGULAR && is_fd_alias(path))) {
         o->through = 1;
         o->f = ml_fopen(path, "ab"); /* never truncates: a device or the shell's own file */

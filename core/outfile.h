@@ -5,7 +5,8 @@
  * ml_outfile_commit, once complete: until then, and after ml_outfile_abort
  * or a failed commit, the target keeps its previous content and the
  * temporary is gone. A symbolic link is followed: the file it points to is
- * replaced, the link stays. Character devices, FIFOs and sockets
+ * replaced, the link stays. A file without any write permission is
+ * refused (not replaced). Character devices, FIFOs and sockets
  * (/dev/null, a pipe, /dev/stdout) are written through; directories, block
  * devices and anything else are refused, and are never replaced.
  *

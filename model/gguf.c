@@ -187,6 +187,29 @@ const ml_gguf_tensor *ml_gguf_tensor_find(const ml_gguf *g, const char *name) {
     return NULL;
 }
 
+static int key_order(const void *a, const void *b) {
+    const ml_gguf_str *x = &(*(const ml_gguf_kv *const *)a)->key, *y = &(*(const ml_gguf_kv *const *)b)->key;
+    int c = memcmp(x->s, y->s, x->len < y->len ? x->len : y->len);
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/* A key given twice: which value counts would be a guess, so refused (by
+ * sorting: a file may hold millions of keys). */
+static ml_status check_keys_unique(const ml_gguf *g, ml_err *err) {
+    if (g->n_kv < 2) return ML_OK;
+    const ml_gguf_kv **by = malloc((size_t)g->n_kv * sizeof *by);
+    if (!by) return ml_errf(err, ML_E_NOMEM, "GGUF: out of memory for the metadata keys");
+    for (uint64_t i = 0; i < g->n_kv; i++) by[i] = &g->kv[i];
+    qsort(by, (size_t)g->n_kv, sizeof *by, key_order);
+    ml_status s = ML_OK;
+    for (uint64_t i = 1; i < g->n_kv && !s; i++)
+        if (!key_order(&by[i - 1], &by[i]))
+            s = ml_errf(err, ML_E_FORMAT, "GGUF: the metadata key %.*s appears twice",
+                        (int)(by[i]->key.len > 200 ? 200 : by[i]->key.len), by[i]->key.s);
+    free(by);
+    return s;
+}
+
 static ml_status parse(ml_gguf *g, ml_err *err) {
     cursor c = {g->file.data, 0, g->file.size, err};
     if (!need(&c, 4, "the magic")) return ML_E_FORMAT;
@@ -211,6 +234,8 @@ static ml_status parse(ml_gguf *g, ml_err *err) {
     if (!g->kv || !g->t) return ml_errf(err, ML_E_NOMEM, "GGUF: out of memory for the tensor table");
     for (uint64_t i = 0; i < g->n_kv; i++)
         if (!read_kv(&c, &g->kv[i], i)) return ML_E_FORMAT;
+    ml_status ks = check_keys_unique(g, err);
+    if (ks) return ks;
     g->alignment = ML_GGUF_DEFAULT_ALIGN;
     const ml_gguf_kv *a = ml_gguf_find(g, "general.alignment");
     if (a) {

@@ -288,6 +288,45 @@ def bpe(rep, tmp, cache):
         g.check(rc != 0 and want in se, f"convert.py: exit {rc}: {se[-300:]}")
 
 
+def duplicate_key(rep, tmp, cache):
+    """A metadata key given twice (which value counts would be a guess):
+    refused by both converters, naming the key. The entry is inserted raw
+    after the file's last key, 64 bytes so the data stays aligned."""
+    import struct
+    src = os.path.join(os.path.dirname(HERE), "fuzz", "corpus", "gguf", "llama_q8_0.gguf")
+    with rep.group("a metadata key twice: refused by both converters, naming it") as g:
+        d = bytearray(open(src, "rb").read())
+        n_kv = struct.unpack_from("<Q", d, 16)[0]
+        at = 24
+        fixed = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+
+        def skip(t, at):
+            if t == 8:
+                return at + 8 + struct.unpack_from("<Q", d, at)[0]
+            if t == 9:
+                et, cnt = struct.unpack_from("<IQ", d, at)
+                at += 12
+                for _ in range(cnt):
+                    at = skip(et, at)
+                return at
+            return at + fixed[t]
+
+        for _ in range(n_kv):
+            at += 8 + struct.unpack_from("<Q", d, at)[0]
+            at = skip(struct.unpack_from("<I", d, at)[0], at + 4)
+        key, val = b"general.architecture", b"llama" + b" " * 19
+        entry = struct.pack("<Q", len(key)) + key + struct.pack("<IQ", 8, len(val)) + val
+        d[at:at] = entry
+        struct.pack_into("<Q", d, 16, n_kv + 1)
+        path = os.path.join(tmp, "dupkey.gguf")
+        open(path, "wb").write(d)
+        rc, _, se = ml_run(path, cache)
+        g.check(len(entry) == 64 and rc == 1 and "the metadata key general.architecture appears twice" in se,
+                f"C: exit {rc}, {se[-300:]}")
+        rc, _, se = tg.run(tg.CONVERT, path, os.path.join(tmp, "dupkey.mlb"))
+        g.check(rc == 1 and "general.architecture" in se and "Traceback" not in se, f"convert.py: exit {rc}: {se[-300:]}")
+
+
 def run_all(rep, tmp):
     cache = os.path.join(tmp, "cache")
     if os.path.exists(os.path.join(tg.S260, "stories260K.bin")):
@@ -298,6 +337,7 @@ def run_all(rep, tmp):
     kquants(rep, tmp, cache)
     families(rep, tmp, cache)
     bpe(rep, tmp, cache)
+    duplicate_key(rep, tmp, cache)
 
 
 def main():

@@ -7,7 +7,7 @@
 #   - on failure (a refused run, a write error) leaves an existing target as it
 #     was and no temporary behind; on success replaces it and says so;
 #   - leaves a user's OUT.tmp alone; writes through to /dev/null and a FIFO,
-#     which stay what they are; refuses a directory;
+#     which stay what they are; refuses a directory and a write-protected file;
 #   - killed (kill -9) at random points, leaves the target either the old file
 #     or the complete new one.
 # env: BUILD (default build/scalar), PYTHON, MODELS, RUNNER
@@ -124,6 +124,11 @@ echo old >"$O/target"; ln -s target "$O/via"
 expect "ml_run outputs: --logits through a symlink" 0 "" "${R[@]}" "$RUN" "${RUNARGS[@]}" --logits "$O/via"
 if [ -L "$O/via" ] && cmp -s "$O/target" "$tmp/l.ref"; then ok "ml_run outputs: the link stays, its file is new"
 else bad "ml_run outputs: symlink replaced or its file not written"; fi
+echo protected >"$O/ro"; chmod 444 "$O/ro"
+expect "ml_run outputs: --ids a write-protected file" 1 "is write-protected (mode 0444); not replacing it" \
+    "${R[@]}" "$RUN" "${RUNARGS[@]}" --ids "$O/ro"
+same "ml_run outputs: the write-protected file is kept" "$O/ro" <(echo protected)
+rm -f "$O/ro"
 ln -s new-target "$O/dangling"
 expect "ml_run outputs: --ids through a link to no file yet" 0 "" "${R[@]}" "$RUN" "${RUNARGS[@]}" --ids "$O/dangling"
 if [ -L "$O/dangling" ] && cmp -s "$O/new-target" "$tmp/i.ref"; then ok "ml_run outputs: the dangling link stays, its file is made"
@@ -208,6 +213,11 @@ else
     expect "convert outputs: replaced" 0 "replaced the existing output $C/out.mlb" "${CONV[@]}" "$C/in.bin" "$C/out.mlb"
     same "convert outputs: the output is the new model" "$C/out.mlb" "$tmp/ref.mlb"
     same "convert outputs: the user's out.mlb.tmp is untouched" "$C/out.mlb.tmp" <(echo mine)
+    echo protected >"$C/ro.mlb"; chmod 444 "$C/ro.mlb"
+    expect "convert outputs: a write-protected output" 1 "is write-protected (mode 0444); not replacing it" \
+        "${CONV[@]}" "$C/in.bin" "$C/ro.mlb"
+    same "convert outputs: the write-protected file is kept" "$C/ro.mlb" <(echo protected)
+    rm -f "$C/ro.mlb"
     expect "convert devices: output /dev/null" 0 "" "${CONV[@]}" "$C/in.bin" /dev/null
     if [ -c /dev/null ]; then ok "convert devices: /dev/null is still a device"; else bad "convert devices: /dev/null replaced"; fi
     expect "convert devices: output a directory" 1 "it is a directory" "${CONV[@]}" "$C/in.bin" "$C"

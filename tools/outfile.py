@@ -16,6 +16,7 @@ Hugging Face model) counts with every file in it.
 """
 import contextlib
 import os
+import re
 import stat
 import tempfile
 
@@ -75,6 +76,14 @@ def _kind(path):
         "not a regular file, device or pipe"
 
 
+def _fd_alias(path):
+    """/dev/stdout, /dev/stderr, /dev/fd/N and /proc/<pid or self>/fd/N may lead
+    to the shell's own regular file: written through, not replaced. Any other
+    regular file (under /dev/shm, say) is replaced (core/outfile.c's rule)."""
+    return (path in ("/dev/stdout", "/dev/stderr") or path.startswith("/dev/fd/")
+            or re.match(r"/proc/(self|[0-9]+)/fd/", path) is not None)
+
+
 class AtomicFile:
     """f: the file to write; commit() or abort() ends it. replaces: the
     target exists and commit() replaces it."""
@@ -86,8 +95,10 @@ class AtomicFile:
             raise OutputError(f"cannot write {what} {path}: it is {kind}; expected a file, "
                               "or a device or pipe to write through")
         self.replaces = kind == "regular"
-        # /dev/stdout, /dev/fd/N may lead to the shell's own regular file: written through.
-        if kind == "through" or path.startswith(("/dev/", "/proc/")):
+        if self.replaces and not _fd_alias(path) and not os.stat(path).st_mode & 0o222:
+            raise OutputError(f"cannot write {what} {path}: it is write-protected "
+                              f"(mode {os.stat(path).st_mode & 0o7777:04o}); not replacing it")
+        if kind == "through" or _fd_alias(path):
             self.f = open(path, "ab")  # never truncates
             return
         target = os.path.realpath(path) if os.path.islink(path) else path

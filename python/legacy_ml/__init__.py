@@ -287,6 +287,8 @@ class Model:
     def detokenize(self, ids):
         """The text of ids (BOS, EOS and BPE control tokens give none;
         invalid UTF-8 is replaced)."""
+        if self.tokenizer_kind is None:
+            raise LegacyMLError("LML_E_ARG", "this model has no tokenizer (give one: Model(path, tokenizer=...))")
         out, prev = [], -1
         for t in ids:
             t = int(t)

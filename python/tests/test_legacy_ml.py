@@ -226,6 +226,8 @@ def test_bad_arguments_raise(model):
         legacy_ml.Model(MODEL, threads=0)
     with pytest.raises(legacy_ml.LegacyMLError):
         legacy_ml.Model(MODEL).tokenize("no tokenizer")
+    with pytest.raises(legacy_ml.LegacyMLError):
+        legacy_ml.Model(MODEL).detokenize([1, 2])
 
 
 def test_closed_model_raises():
