@@ -158,6 +158,8 @@ static int bench_model(const ml_bench_opts *o, const ml_bench_bw *bw, const char
         return ML_EXIT_FAIL;
     }
     int tokens = o->tokens < info.context - depth ? o->tokens : info.context - depth;
+    if (tokens < o->tokens)
+        printf("  %s: %d tokens decoded, not %d: the context ends at %d\n", label, tokens, o->tokens, info.context);
     if (depth) {
         int *ctx = prompt_tokens(depth, info.vocab);
         s = ctx ? lml_eval(m, ctx, depth, 0, NULL, NULL, &err) : LML_E_NOMEM;

@@ -83,13 +83,16 @@ static void catch_sigint(void) {
 }
 
 /* One line of stdin without its newline (the caller frees it); NULL at the
- * end of input, on an error or when interrupted. */
-static char *read_line(void) {
+ * end of input, on an error or when interrupted. *has_nul: the line holds a
+ * NUL byte (not text: a C string would end there). */
+static char *read_line(int *has_nul) {
     size_t cap = 256, n = 0;
     char *buf = malloc(cap);
     int c;
+    *has_nul = 0;
     if (!buf) return NULL;
     while (!interrupted && (c = fgetc(stdin)) != EOF && c != '\n') {
+        *has_nul |= c == 0;
         if (n + 2 > cap) {
             char *bigger = cap > ((size_t)64 << 20) ? NULL : realloc(buf, cap * 2);
             if (!bigger) break;
@@ -199,6 +202,11 @@ int ml_chat_main(int argc, char **argv) {
         fprintf(stderr, "ml_run --chat: the messages come from stdin; -i, -f, --stop, --logits and --ids do not apply\n");
         return ML_EXIT_USAGE;
     }
+    if (o.lookup || o.draft_model || o.draft || o.draft_tokenizer) {
+        fprintf(stderr, "ml_run --chat: --lookup, --draft-model, --draft and --draft-tokenizer do not apply (a chat "
+                        "decodes token by token)\n");
+        return ML_EXIT_USAGE;
+    }
     lml_error err = {{0}};
     lml_status s;
     if (co.template_name && (s = lml_chat_choose(NULL, co.template_name, NULL, &err))) {
@@ -248,14 +256,20 @@ int ml_chat_main(int argc, char **argv) {
     catch_sigint();
 
     int *buf = NULL;
-    for (int first = 1;; first = 0) {
+    for (int first = 1;;) {
         printf("> ");
         fflush(stdout);
         interrupted = 0;
-        char *line = read_line();
+        int has_nul = 0;
+        char *line = read_line(&has_nul);
         if (!line) {
             printf("\n");
             break;
+        }
+        if (has_nul) {
+            fprintf(stderr, "[the line holds a NUL byte, which is not text: skipped]\n");
+            free(line);
+            continue;
         }
         /* The first turn: the start, the system message, the user's; then the previous reply's end (its stop
          * token was sampled, not fed) and the user's. */
@@ -307,6 +321,7 @@ int ml_chat_main(int argc, char **argv) {
             rc = ML_EXIT_FAIL;
             break;
         }
+        first = 0; /* a skipped line is no turn */
     }
     free(buf);
 done:

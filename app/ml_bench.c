@@ -120,6 +120,15 @@ static int parse(int argc, char **argv, ml_bench_opts *o) {
             o->reps = (int)n;
         }
     }
+    /* Options that leave nothing to measure are refused, not run as nothing. */
+    const char *none = !o->kernels && !o->model ? "--kernels-only and --model-only together leave nothing to measure"
+                       : !o->model && o->model_path ? "-m FILE measures a model, --kernels-only the kernels alone"
+                                                    : NULL;
+    if (none) {
+        fprintf(stderr, "ml_bench: %s\n\n", none);
+        usage(stderr);
+        return ML_EXIT_USAGE;
+    }
     return -1;
 }
 

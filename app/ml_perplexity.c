@@ -169,17 +169,17 @@ typedef struct {
  * among all scored ones (the KL base's record). */
 static ml_status score(scorer *s, const float *logits, long record, int target, ml_err *err) {
     const int vocab = s->vocab;
-    double lse = ml_logsumexp(logits, vocab);
-    ml_mean_add(&s->nll, lse - logits[target]);
+    const ml_log_norm z = ml_log_norm_of(logits, vocab);
+    ml_mean_add(&s->nll, -ml_log_prob(z, logits[target]));
     s->scored++;
     if (s->mode == KL_SAVE && fwrite(logits, sizeof *logits, (size_t)vocab, s->kl) != (size_t)vocab)
         return ml_errf(err, ML_E_IO, "%s: write failed (disk full?)", s->kl_name);
     if (s->mode == KL_COMPARE) {
         ml_status st = ml_kl_read_row(s->kl, s->base, vocab, record, s->kl_name, err);
         if (st) return st;
-        double base_lse = ml_logsumexp(s->base, vocab);
-        ml_mean_add(&s->base_nll, base_lse - s->base[target]);
-        ml_mean_add(&s->kl_div, ml_kl_div(s->base, base_lse, logits, lse, vocab));
+        const ml_log_norm zb = ml_log_norm_of(s->base, vocab);
+        ml_mean_add(&s->base_nll, -ml_log_prob(zb, s->base[target]));
+        ml_mean_add(&s->kl_div, ml_kl_div(s->base, zb, logits, z, vocab));
         s->agree += ml_argmax(s->base, vocab) == ml_argmax(logits, vocab);
     }
     return ML_OK;

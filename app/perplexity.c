@@ -10,12 +10,12 @@ ml_ppl_layout ml_ppl_layout_of(int n_tokens, int ctx) {
     return l;
 }
 
-double ml_logsumexp(const float *x, int n) {
+ml_log_norm ml_log_norm_of(const float *x, int n) {
     float mx = x[0];
     for (int i = 1; i < n; i++) mx = x[i] > mx ? x[i] : mx;
     double s = 0;
     for (int i = 0; i < n; i++) s += exp((double)x[i] - mx);
-    return mx + log(s);
+    return (ml_log_norm){mx, log(s)};
 }
 
 void ml_mean_add(ml_mean_acc *a, double v) {
@@ -33,10 +33,10 @@ double ml_mean_stderr(const ml_mean_acc *a) {
     return var > 0 ? sqrt(var / (double)(a->n - 1)) : 0.0;
 }
 
-double ml_kl_div(const float *base, double base_lse, const float *logits, double lse, int vocab) {
+double ml_kl_div(const float *base, ml_log_norm zb, const float *logits, ml_log_norm z, int vocab) {
     double kl = 0;
     for (int i = 0; i < vocab; i++) {
-        double lp_base = base[i] - base_lse, lp = logits[i] - lse;
+        double lp_base = ml_log_prob(zb, base[i]), lp = ml_log_prob(z, logits[i]);
         kl += exp(lp_base) * (lp_base - lp);
     }
     return kl;

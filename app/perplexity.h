@@ -31,8 +31,12 @@ typedef struct {
 } ml_ppl_layout;
 ml_ppl_layout ml_ppl_layout_of(int n_tokens, int ctx);
 
-/* log(sum(exp(x))) over n floats, in double. */
-double ml_logsumexp(const float *x, int n);
+/* A row's log-softmax normalizer, kept in two parts: log p_i = (x_i - mx)
+ * - ls (ml_log_prob). Summed as mx + ls it would lose ls beside a huge mx
+ * (logits of 1e20 would all get p = 1). */
+typedef struct { double mx, ls; } ml_log_norm;
+ml_log_norm ml_log_norm_of(const float *x, int n);
+static inline double ml_log_prob(ml_log_norm z, float x) { return ((double)x - z.mx) - z.ls; }
 
 /* Mean and standard error of the mean of a stream of values, in double. */
 typedef struct { double sum, sum2; long n; } ml_mean_acc;
@@ -41,8 +45,8 @@ double ml_mean(const ml_mean_acc *a);
 double ml_mean_stderr(const ml_mean_acc *a); /* 0 for fewer than 2 values */
 
 /* One position against a base: KL(base || this) over the vocab, from both
- * logit rows and their logsumexp (identical rows give exactly 0). */
-double ml_kl_div(const float *base, double base_lse, const float *logits, double lse, int vocab);
+ * logit rows and their normalizers (identical rows give exactly 0). */
+double ml_kl_div(const float *base, ml_log_norm zb, const float *logits, ml_log_norm z, int vocab);
 
 /* FNV-1a 64 over token ids as u32 little-endian. */
 uint64_t ml_tokens_hash(const int *tokens, long n);

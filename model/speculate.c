@@ -81,8 +81,9 @@ ml_status ml_spec_check_tokenizers(const ml_tok *target, const ml_tok *draft, ml
         size_t la = 0, lb = 0;
         const char *a = ml_tok_text(target, i, &la), *b = ml_tok_text(draft, i, &lb);
         if (la != lb || memcmp(a, b, la))
-            return ml_errf(err, ML_E_ARG, "draft tokenizer: piece %d differs from the model's ('%.40s' vs '%.40s')",
-                           i, b, a);
+            /* a piece's text is not NUL-terminated (BPE pieces lie end to end) */
+            return ml_errf(err, ML_E_ARG, "draft tokenizer: piece %d differs from the model's ('%.*s' vs '%.*s')",
+                           i, (int)(lb < 40 ? lb : 40), b ? b : "", (int)(la < 40 ? la : 40), a ? a : "");
     }
     return ML_OK;
 }

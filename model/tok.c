@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/file.h"
+#include "model/gguf.h"
 
 static ml_status check_vocab(ml_tok *t, const char *name, int vocab, ml_err *err) {
     if (t->bpe.n_tokens == vocab) return ML_OK;
@@ -32,6 +33,11 @@ ml_status ml_tok_load(ml_tok *t, const char *path, int vocab, ml_err *err) {
     ml_file f;
     ml_err ignored;
     if (ml_file_open(&f, path, 1, &ignored) == ML_OK) {
+        if (ml_gguf_sniff(f.data, f.size)) {
+            ml_file_close(&f);
+            return ml_errf(err, ML_E_FORMAT, "tokenizer %s is a GGUF file: as the model (-m) it brings its own "
+                           "tokenizer; for a tokenizer file, extract it with tools/tokfile.py --gguf", path);
+        }
         int bpe = ml_bpe_sniff(f.data, f.size);
         ml_status s = bpe ? ml_bpe_load_buffer(&t->bpe, path, f.data, f.size, err) : ML_OK;
         ml_file_close(&f);

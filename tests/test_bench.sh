@@ -47,6 +47,13 @@ expect "-d -1" 2 "-d: expected" -d -1
 expect "-d at the context" 1 "-d 256: expected a context below" --model-only --shape stories15M --tokens 2 --reps 1 -d 256
 expect "-m missing file" 1 "no_such.mlb" --model-only -m "$tmp/no_such.mlb"
 expect "--prefetch unknown" 2 "--prefetch: expected l1, l2, hw or auto" --prefetch l3
+expect "--kernels-only with --model-only" 2 "leave nothing to measure" --kernels-only --model-only
+expect "--kernels-only with -m" 2 "-m FILE measures a model" --kernels-only -m models/stories260K/stories260K_q8_0.mlb
+# --tokens beyond the context after -d: the count decoded is said, not the one asked
+run --model-only -m models/stories260K/stories260K_q8_0.mlb --tokens 16 -d 500 -p 0 --reps 1
+if [ $? -eq 0 ] && grep -q '12 tokens decoded, not 16: the context ends at 512' "$tmp/out"; then
+    ok "--tokens capped by the context: said (12 decoded, not 16)"
+else bad "--tokens capped by the context: $(head -c 300 "$tmp/out")"; fi
 
 # --prefetch by hand: every mode decodes; the avx512vnni build's first line
 # names l1 and hw (l2 is the plain default), other builds' name none (auto:

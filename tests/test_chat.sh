@@ -54,6 +54,16 @@ chat --chat-template zephyr --system </dev/null >/dev/null 2>&1
 check "refusals: --system without a value (exit 2)" "[ $? -eq 2 ]"
 chat --chat-template zephyr -i "Once" </dev/null >/dev/null 2>"$tmp/i.err"
 check "refusals: -i with --chat (exit 2)" "[ $? -eq 2 ] && grep -q stdin '$tmp/i.err'"
+for a in "--lookup 4" "--draft-model $SM/stories260K_q8_0.mlb"; do
+    # shellcheck disable=SC2086
+    chat --chat-template zephyr $a </dev/null >/dev/null 2>"$tmp/s.err"
+    check "refusals: '${a%% *}' with --chat (exit 2), not ignored" "[ $? -eq 2 ] && grep -q 'do not apply' '$tmp/s.err'"
+done
+printf 'abc\0def\nHello there\n' | chat --chat-template zephyr --temp 0 -n 20 >"$tmp/nul.out" 2>"$tmp/nul.err"
+rc=$?
+printf 'Hello there\n' | chat --chat-template zephyr --temp 0 -n 20 >"$tmp/one.out" 2>/dev/null
+check "input: a line with a NUL byte is skipped, said, and the next answered as alone" \
+    "[ $rc -eq 0 ] && grep -q 'NUL byte' '$tmp/nul.err' && [ \"\$(tail -c +3 '$tmp/nul.out')\" = \"\$(cat '$tmp/one.out')\" ]"
 
 # ---- Ctrl-C at the prompt ends the chat ---------------------------------------------
 if [ -n "$RUNNER" ]; then

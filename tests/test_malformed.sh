@@ -133,6 +133,8 @@ if [ -x "$TOKZ" ]; then
     BIN=$TOKZ expect "ml_tokenize: a directory as the text" 1 "cannot read the text" -m "$M" -z "$T" -f "$tmp"
     BIN=$TOKZ expect "ml_tokenize: no tokenizer" 2 "embeds no tokenizer: give a tokenizer file (ml_run -z" -m "$M" -i a
     BIN=$TOKZ expect "ml_tokenize: BPE of another vocab" 1 "300 tokens, but the model's vocab is 320" -m "$M" -z "$tmp/bpe300.bin" -i a
+    BIN=$TOKZ expect "ml_tokenize: a GGUF file as -z" 1 "is a GGUF file: as the model (-m) it brings its own tokenizer" \
+        -m "$M" -z fuzz/corpus/gguf/llama_q8_0.gguf -i a
     BIN=$TOKZ run -m "$M" -z "$tmp/bpe.bin" -i "the <|im_end|>" --ids --special
     if [ "$(cat "$tmp/out")" = "257 32 258" ]; then ok "ml_tokenize --ids --special: 257 32 258"; else bad "ml_tokenize --ids --special: '$(cat "$tmp/out")'"; fi
     BIN=$TOKZ run -m "$M" -z "$tmp/bpe.bin" -i "the"

@@ -92,6 +92,19 @@ run "${OK[@]}" --kl-base "$K" --kl-save
 if [ $? -eq 0 ] && grep -q "(--kl-save: replacing it)" "$tmp/out" && [ "$(sha256sum <"$K")" = "$before" ]; then
     ok "--kl-save rewrites the base (the same bytes again)"
 else bad "--kl-save"; fi
+# A base whose logits are all 1e20 is uniform: its PPL is the vocab (log p
+# kept apart from the huge maximum; summed, every p came out 1).
+if [ -n "$PYTHON" ] && "$PYTHON" -c 'import numpy' 2>/dev/null; then
+    "$PYTHON" -c 'import sys, numpy as np
+d = bytearray(open(sys.argv[1], "rb").read())
+d[64:] = np.full((len(d) - 64) // 4, 1e20, np.float32).tobytes()
+open(sys.argv[2], "wb").write(d)' "$K" "$tmp/huge.kl"
+    run "${OK[@]}" --kl-base "$tmp/huge.kl"
+    if [ $? -eq 0 ] && grep -q '^KL base PPL = 512.0000' "$tmp/out"; then ok "a KL base of logits 1e20: uniform, PPL 512"
+    else bad "a KL base of logits 1e20: $(grep -E '^KL base PPL' "$tmp/out") $(head -c 200 "$tmp/err")"; fi
+else
+    skip "a KL base of logits 1e20: no python3 with numpy"
+fi
 
 # Q4_0 against Q8_0: the real model if its original is here, else a random pair.
 if [ -n "$PYTHON" ] && "$PYTHON" -c 'import numpy' 2>/dev/null; then

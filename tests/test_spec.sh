@@ -110,6 +110,29 @@ conv "$AI/aidreams260K.bin" aidreams260K q8_0
 AIM=$mlb
 refused "a draft model with another tokenizer of the same size" 2 "draft tokenizer: piece [0-9]* differs" \
     --draft-model "$AIM" --draft-tokenizer "$AI/tok512.bin" -c 128
+# BPE pieces lie end to end, not NUL-terminated: the message shows the one
+# piece that differs (the last, '<|im_end|>', its first byte changed), not
+# the bytes after it (read past the buffer's end before).
+if "$PYTHON" tools/gguf_random.py qwen2 "$tmp/q.gguf" >/dev/null 2>&1 &&
+    "$PYTHON" tools/tokfile.py --gguf "$tmp/q.gguf" -o "$tmp/q.tok" >/dev/null 2>&1 &&
+    "$PYTHON" -c 'import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+n, = struct.unpack_from("<I", d, 16)
+p = 48
+for i in range(n):
+    l, _ = struct.unpack_from("<II", d, p)
+    last, p = p, p + 8 + l
+assert d[last + 8:last + 8 + l] == b"<|im_end|>", d[last + 8:last + 8 + l]
+d[last + 8] ^= 1
+open(sys.argv[2], "wb").write(d)' "$tmp/q.tok" "$tmp/q_last.tok" 2>"$tmp/py.err"; then
+    ML_CACHE_DIR=$tmp/cache $RUNNER "$EXE" -m "$tmp/q.gguf" -i Hello -n 6 --draft-model "$tmp/q.gguf" \
+        --draft-tokenizer "$tmp/q_last.tok" >/dev/null 2>"$tmp/err"
+    rc=$?
+    check "refused: a BPE draft tokenizer whose last piece differs: exit 2, that piece alone shown" \
+        "[ $rc = 2 ] && grep -qF \"differs from the model's ('=|im_end|>' vs '<|im_end|>')\" '$tmp/err'"
+else
+    bad "a BPE draft tokenizer: making the files failed: $(head -c 300 "$tmp/py.err")"
+fi
 "$PYTHON" tools/gen_random.py "$tmp/v300.mlb" --vocab 300 --max-seq 512 >/dev/null 2>&1
 refused "a draft model of another vocab" 2 "draft model: vocab 300, the model.s is 512" --draft-model "$tmp/v300.mlb"
 finish
