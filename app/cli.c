@@ -232,19 +232,44 @@ const char *ml_cli_model_path(const char *prog, const char *model, char *buf, si
     return NULL;
 }
 
+static const int fatal_sigs[] = {
+    SIGINT, SIGTERM,
+#ifdef SIGHUP
+    SIGHUP,
+#endif
+};
+
+/* Remove the temporaries, then die of the signal as without the handler:
+ * its default action, unblocked (a handler runs with it blocked); where
+ * that does not end the process (PID 1 in a container ignores it), exit
+ * with the shell's code for it. */
 static void on_fatal_signal(int sig) {
     ml_outfile_remove_temporaries();
     signal(sig, SIG_DFL);
+#if !defined(_WIN32)
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    sigprocmask(SIG_UNBLOCK, &one, NULL);
+#endif
     raise(sig);
+    _Exit(128 + sig);
 }
 
 void ml_cli_clean_on_signal(void) {
-    static const int sigs[] = {
-        SIGINT, SIGTERM,
-#ifdef SIGHUP
-        SIGHUP,
+    for (size_t i = 0; i < sizeof fatal_sigs / sizeof *fatal_sigs; i++) {
+#if defined(_WIN32)
+        if (signal(fatal_sigs[i], on_fatal_signal) == SIG_IGN) signal(fatal_sigs[i], SIG_IGN);
+#else
+        /* sigaction: no reset to the default, no restart questions; the
+         * others blocked meanwhile, so a second signal cannot cut the
+         * removal short */
+        struct sigaction sa, old;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_fatal_signal;
+        sigemptyset(&sa.sa_mask);
+        for (size_t k = 0; k < sizeof fatal_sigs / sizeof *fatal_sigs; k++) sigaddset(&sa.sa_mask, fatal_sigs[k]);
+        if (sigaction(fatal_sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(fatal_sigs[i], &sa, NULL);
 #endif
-    };
-    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
-        if (signal(sigs[i], on_fatal_signal) == SIG_IGN) signal(sigs[i], SIG_IGN);
+    }
 }

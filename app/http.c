@@ -71,19 +71,10 @@ int ml_http_parse(const char *buf, size_t n, size_t max_head, size_t max_body, m
             end = i + 1;
             break;
         }
-    if (!end) {
-        /* A request line still arriving is refused early only when its path
-         * so far is already too long: the answer must not depend on how the
-         * bytes were split (a whole line's query string may be long). */
-        size_t first = line_end(buf, scan, 0);
-        const char *sp = memchr(buf, ' ', first);
-        if (first == scan && sp) {
-            size_t t = (size_t)(sp - buf) + 1, pl = 0;
-            while (t + pl < first && buf[t + pl] != '?' && buf[t + pl] != ' ') pl++;
-            if (pl >= ML_HTTP_MAX_PATH) return bad(status, why, 414, "request target too long");
-        }
-        return n >= max_head ? bad(status, why, 431, "request head too large") : 0;
-    }
+    /* Until the head is complete, only its size is judged (431): judging a
+     * part of its first line would make the answer depend on how the bytes
+     * were split. */
+    if (!end) return n >= max_head ? bad(status, why, 431, "request head too large") : 0;
     r->head_len = end;
 
     /* Request line: METHOD SP target SP HTTP/1.x CRLF */

@@ -108,6 +108,7 @@ static int parse_args(int argc, char **argv, options *o) {
     if (!o->model) return usage_error("%s", "missing -m model.mlb");
     if (!o->text) return usage_error("%s", "missing -f text.txt");
     if (o->kl_save && !o->kl_path) return usage_error("%s", "--kl-save needs --kl-base FILE");
+    if (o->kl_path && !*o->kl_path) return usage_error("%s", "--kl-base: the file name is empty");
     return ML_CLI_RUN;
 }
 

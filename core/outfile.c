@@ -115,6 +115,18 @@ static int resolve(const char *path, char *out) {
     return 1;
 }
 
+/* /dev/stdout, /dev/stderr, /dev/fd/N and /proc/<pid or self>/fd/N may lead
+ * to a regular file the shell opened for us: that one is written through,
+ * not replaced. Any other regular file, under /dev/shm say, is replaced. */
+static int is_fd_alias(const char *path) {
+    if (!strcmp(path, "/dev/stdout") || !strcmp(path, "/dev/stderr") || !strncmp(path, "/dev/fd/", 8)) return 1;
+    if (strncmp(path, "/proc/", 6)) return 0;
+    const char *p = path + 6;
+    if (!strncmp(p, "self", 4)) p += 4;
+    else while (*p >= '0' && *p <= '9') p++;
+    return p > path + 6 && !strncmp(p, "/fd/", 4);
+}
+
 /* Into out: the directory part of path made absolute (links resolved), a
  * slash and the last part; 0 if the directory does not exist or the
  * result would not fit. */
@@ -135,6 +147,7 @@ static int canonical_name(const char *name, char *out, size_t cap) {
 }
 
 int ml_outfile_same(const char *a, const char *b) {
+    if (is_fd_alias(a) || is_fd_alias(b)) return 0; /* written through, whatever file the shell opened */
     file_id ia, ib;
     const int ea = id_of(a, &ia), eb = id_of(b, &ib);
     if (ea || eb) return ea && eb && ia.regular && ia.dev == ib.dev && ia.ino == ib.ino;
@@ -194,18 +207,6 @@ static FILE *create_new(const char *path) {
     if (fd >= 0 && !f) close(fd);
 #endif
     return f;
-}
-
-/* /dev/stdout, /dev/stderr, /dev/fd/N and /proc/<pid or self>/fd/N may lead
- * to a regular file the shell opened for us: that one is written through,
- * not replaced. Any other regular file, under /dev/shm say, is replaced. */
-static int is_fd_alias(const char *path) {
-    if (!strcmp(path, "/dev/stdout") || !strcmp(path, "/dev/stderr") || !strncmp(path, "/dev/fd/", 8)) return 1;
-    if (strncmp(path, "/proc/", 6)) return 0;
-    const char *p = path + 6;
-    if (!strncmp(p, "self", 4)) p += 4;
-    else while (*p >= '0' && *p <= '9') p++;
-    return p > path + 6 && !strncmp(p, "/fd/", 4);
 }
 
 ml_status ml_outfile_open(ml_outfile *o, const char *what, const char *path, ml_err *err) {
@@ -294,9 +295,9 @@ void ml_outfile_abort(ml_outfile *o) {
     if (o->f) fclose(o->f);
     o->f = NULL;
     if (o->tmp[0]) {
-        live_drop(o->live);
-        o->live = -1;
         ml_remove(o->tmp);
+        live_drop(o->live); /* after: a signal between them finds the name gone, not the file left */
+        o->live = -1;
     }
     o->tmp[0] = 0;
 }

@@ -1129,6 +1129,28 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n) {
     return h;
 }
 
+/* What the key reads of the file: its first MiB (a real GGUF's header,
+ * metadata and tensor table; a small file whole) and 64 blocks of 4 KiB
+ * spread over the rest. A rewrite that keeps the size and times (cp -p)
+ * still changes the name when it changes what these cover. */
+#define KEY_HEAD ((size_t)1 << 20)
+#define KEY_BLOCKS 64
+#define KEY_BLOCK ((size_t)4096)
+static ml_status key_content(const char *path, uint64_t *k, ml_err *err) {
+    ml_file f;
+    ml_status s = ml_file_open(&f, path, 1, err);
+    if (s) return s;
+    size_t head = f.size < KEY_HEAD ? f.size : KEY_HEAD, span = f.size - head;
+    *k = fnv(*k, f.data, head);
+    if (span) {
+        size_t block = span < KEY_BLOCK ? span : KEY_BLOCK;
+        for (int i = 0; i < KEY_BLOCKS; i++)
+            *k = fnv(*k, f.data + head + (size_t)((uint64_t)(span - block) * (uint64_t)i / (KEY_BLOCKS - 1)), block);
+    }
+    ml_file_close(&f);
+    return ML_OK;
+}
+
 /* The cached .mlb's path (ml_gguf_cached); *fresh = 1 when it exists already. */
 static ml_status cache_path(const char *gguf_path, char *mlb_path, size_t cap, int *fresh, ml_err *err) {
     struct stat st;
@@ -1137,10 +1159,10 @@ static ml_status cache_path(const char *gguf_path, char *mlb_path, size_t cap, i
     char dir[ML_OUTFILE_PATH_MAX];
     ml_status s = ml_gguf_cache_dir(dir, sizeof dir - 128, err);
     if (s) return s;
-    /* the key: absolute path, size, file identity and change times,
-     * converter version. A rewrite in place within one second, or cp -p
-     * (which keeps mtime), still moves the status change time (ctime, set
-     * by the kernel), to the nanosecond where the system keeps them. */
+    /* the key: absolute path, size, inode, modification time (to the
+     * nanosecond where the system keeps it), a sample of the content
+     * (key_content), converter version. Not the change time or the device:
+     * a chmod, a hard link or a remount would convert the same bytes again. */
     char abs_path[ML_OUTFILE_PATH_MAX];
 #ifdef _WIN32
     if (!_fullpath(abs_path, gguf_path, sizeof abs_path)) snprintf(abs_path, sizeof abs_path, "%s", gguf_path);
@@ -1148,13 +1170,13 @@ static ml_status cache_path(const char *gguf_path, char *mlb_path, size_t cap, i
     if (!realpath(gguf_path, abs_path)) snprintf(abs_path, sizeof abs_path, "%s", gguf_path);
 #endif
     uint64_t k = 0xCBF29CE484222325ull;
-    long long id[8] = {(long long)st.st_size, (long long)st.st_mtime, (long long)st.st_ctime, (long long)st.st_ino,
-                       (long long)st.st_dev};
+    long long id[4] = {(long long)st.st_size, (long long)st.st_mtime, (long long)st.st_ino, 0};
 #if defined(__linux__)
-    id[5] = (long long)st.st_mtim.tv_nsec, id[6] = (long long)st.st_ctim.tv_nsec;
+    id[3] = (long long)st.st_mtim.tv_nsec;
 #endif
     k = fnv(k, abs_path, strlen(abs_path) + 1);
     k = fnv(k, id, sizeof id);
+    if ((s = key_content(gguf_path, &k, err))) return s;
     k = fnv(k, CONVERTER_VERSION, sizeof CONVERTER_VERSION);
     /* the name: the GGUF's base name, safe characters only, without .gguf */
     const char *base = gguf_path;

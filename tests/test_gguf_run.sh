@@ -6,8 +6,8 @@
 # from 48 (ffn_down F16, quantized; the rest copied); Qwen2 Q4_0 with biases and
 # a byte-level BPE vocabulary; all fp16 block scales, convert.py's --scales auto),
 # later runs map it silently with the same output, a changed GGUF is converted
-# again (its mtime, or in place: its change time), an output onto the GGUF
-# is refused, ML_CACHE_DIR / XDG_CACHE_HOME / HOME pick the folder, ml_tokenize and
+# again (its mtime, or in place: its bytes), an output onto the GGUF is
+# refused, ML_CACHE_DIR / XDG_CACHE_HOME / HOME pick the folder, ml_tokenize and
 # ml_perplexity take the GGUF too, and a damaged GGUF or an unwritable cache
 # is a clear error (exit 1), the GGUF untouched. Cheap: no Python, tiny files.
 # env: BUILD RUNNER
@@ -49,17 +49,25 @@ touch -d '2001-01-01' "$g"
 ML_CACHE_DIR=$tmp/cache RUN -m "$g" -n 2 2>"$tmp/err" >/dev/null
 [ $? -eq 0 ] && grep -q converting "$tmp/err" && [ "$(ls "$tmp"/cache/llama_q8_0-*.mlb | wc -l)" = 2 ] &&
     ok "a changed GGUF (its mtime): converted again, under a new name" || bad "a changed GGUF: $(tail -c 300 "$tmp/err")"
-# Rewritten in place with the old size and mtime (cp -p, or two writes
-# within a second) it may hold other bytes: the inode's change time, which
-# no user can set, moved, so it is converted again.
+# Rewritten in place with other bytes of the old size and mtime (cp -p, or
+# two writes within a second): the content the key samples changed, so it
+# converts again. A chmod changes no byte: the cache stays.
 touch -r "$g" "$tmp/stamp"
 cp "$g" "$tmp/orig.gguf"
-cat "$tmp/orig.gguf" >"$g"
+size=$(wc -c <"$g")
+{ head -c $((size - 1)) "$tmp/orig.gguf"; tail -c 1 "$tmp/orig.gguf" | tr '\000-\377' '\001-\377\000'; } >"$g"
 touch -r "$tmp/stamp" "$g"
 ML_CACHE_DIR=$tmp/cache RUN -m "$g" -n 2 >/dev/null 2>"$tmp/err"
-[ $? -eq 0 ] && grep -q converting "$tmp/err" &&
-    ok "a GGUF rewritten in place (same size, same mtime): converted again" ||
-    bad "a GGUF rewritten in place: the cache reused (it may be stale): $(tail -c 300 "$tmp/err")"
+rc=$?
+[ "$(wc -c <"$g")" = "$size" ] && ! cmp -s "$g" "$tmp/orig.gguf" && grep -q converting "$tmp/err" &&
+    ok "a GGUF rewritten in place (other bytes, same size and mtime): converted again" ||
+    bad "a GGUF rewritten in place: the cache reused (stale), exit $rc: $(tail -c 300 "$tmp/err")"
+cp "$tmp/orig.gguf" "$g"
+ML_CACHE_DIR=$tmp/cache RUN -m "$g" -n 2 >/dev/null 2>&1
+chmod 600 "$g"
+ML_CACHE_DIR=$tmp/cache RUN -m "$g" -n 2 >/dev/null 2>"$tmp/err"
+[ $? -eq 0 ] && ! grep -q converting "$tmp/err" && ok "a chmod of the GGUF: the cache reused" ||
+    bad "a chmod of the GGUF: converted again: $(tail -c 300 "$tmp/err")"
 # An output onto the GGUF itself (before conversion, and not only its cache).
 before=$(sha256sum <"$g")
 ML_CACHE_DIR=$tmp/cache RUN -m "$g" -n 4 --temp 0 -i a --logits "$g" >/dev/null 2>"$tmp/err"

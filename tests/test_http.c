@@ -128,8 +128,11 @@ static void test_http(void) {
     char query[700] = "GET /health?";
     memset(query + 12, 'a', 600);
     strcpy(query + 612, " HTTP/1.1\r\n\r\n");
-    const char *whole[] = {query, longpath, "GET / HTTP/Y.1\r\n\r\n"};
-    const int verdict[] = {1, 414, 400};
+    char badtarget[400] = "GET ";
+    memset(badtarget + 4, 'a', 300); /* no '/' first: 400, however long */
+    strcpy(badtarget + 304, " HTTP/1.1\r\n\r\n");
+    const char *whole[] = {query, longpath, "GET / HTTP/Y.1\r\n\r\n", badtarget};
+    const int verdict[] = {1, 414, 400, 400};
     for (size_t w = 0; w < sizeof whole / sizeof *whole; w++) {
         const char *why = NULL;
         int bad_at = -1, got = 0;

@@ -145,6 +145,8 @@ else
 fi
 expect "ml_run devices: --logits /dev/null" 0 "" "${R[@]}" "$RUN" "${RUNARGS[@]}" --logits /dev/null --ids /dev/null
 if [ -c /dev/null ]; then ok "ml_run devices: /dev/null is still a device"; else bad "ml_run devices: /dev/null replaced"; fi
+expect "ml_run devices: --logits and --ids both /dev/stdout, into a file" 0 "" \
+    bash -c 'exec "$@" >"$0"' "$tmp/both.out" "${R[@]}" "$RUN" "${RUNARGS[@]}" --logits /dev/stdout --ids /dev/stdout
 expect "ml_run devices: --ids /dev/stdout" 0 "" "${R[@]}" "$RUN" "${RUNARGS[@]}" --ids /dev/stdout
 if grep -qx 1 "$tmp/out"; then ok "ml_run devices: ids on stdout"; else bad "ml_run devices: no ids on stdout"; fi
 mkfifo "$O/fifo"
@@ -176,6 +178,7 @@ expect "ml_perplexity outputs: --kl-save replaces" 0 "(--kl-save: replacing it)"
 expect "ml_perplexity outputs: the new KL base compares" 0 "top-1 agreement = 100.00%" "${R[@]}" "$PPL" "${PPLARGS[@]}" --kl-base "$K"
 same "ml_perplexity outputs: the user's kl.tmp is untouched" "$K.tmp" <(echo mine)
 clean "ml_perplexity outputs" "$O"
+expect "ml_perplexity outputs: an empty --kl-base name" 2 "--kl-base: the file name is empty" "${R[@]}" "$PPL" "${PPLARGS[@]}" --kl-base ""
 expect "ml_perplexity devices: --kl-save /dev/null" 0 "saved" "${R[@]}" "$PPL" "${PPLARGS[@]}" --kl-base /dev/null --kl-save
 if [ -c /dev/null ]; then ok "ml_perplexity devices: /dev/null is still a device"; else bad "ml_perplexity devices: /dev/null replaced"; fi
 expect "ml_perplexity devices: --kl-base /dev/null to compare" 1 "is not a regular file" "${R[@]}" "$PPL" "${PPLARGS[@]}" --kl-base /dev/null

@@ -12,9 +12,12 @@ The package holds a libml.so per ISA of this architecture; at import the
 fastest one whose own CPU check (lml_cpu_check) passes is loaded.
 LEGACY_ML_ISA=<isa> forces one (an error if this CPU cannot run it)."""
 import codecs
+import contextlib
 import ctypes as C
+import operator
 import os
 import queue
+import signal
 import threading
 import time
 
@@ -164,10 +167,38 @@ _FLT_MIN = 1.1754943508222875e-38  # the smallest normal C float
 
 
 def _int_arg(name, v, lo, hi=_INT_MAX):
-    """v as a C int in lo..hi, or ValueError (ctypes would wrap it silently)."""
-    if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+    """v (any integer: int, numpy's) as a C int in lo..hi, or ValueError
+    (ctypes would wrap it silently)."""
+    try:
+        i = operator.index(v)
+    except TypeError:
+        i = None
+    if i is None or isinstance(v, bool) or not lo <= i <= hi:
         raise ValueError(f"{name}: expected an integer in {lo}..{hi}, got {v!r}")
-    return v
+    return i
+
+
+@contextlib.contextmanager
+def _deferred_sigint(state):
+    """Ctrl-C during a library call, in the main thread with Python's own
+    handler: noted in state["sigint"] (the callbacks then stop the call)
+    and raised as KeyboardInterrupt once the call has returned. Raised
+    inside a ctypes callback it would be printed and dropped."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+
+    def note(signum, frame):
+        state["sigint"] = True
+
+    old = signal.signal(signal.SIGINT, note)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+    if state["sigint"]:
+        raise KeyboardInterrupt
 
 
 def _utf8(name, text):
@@ -243,8 +274,9 @@ class Model:
 
     # -- lifetime --
     def close(self):
-        if self._stream is not None:  # a stream still running: stop it and wait for its thread
-            self._stream()
+        stop_stream = self._stream  # read once: the stream's own end may clear it meanwhile
+        if stop_stream is not None:  # a stream still running: stop it and wait for its thread
+            stop_stream()
             self._stream = self._stream_thread = None
         if self._h is not None:
             _lib.lml_model_close(self._h)
@@ -304,21 +336,25 @@ class Model:
         """Every position's logits of ids run from position 0: an (n, vocab)
         float32 numpy array, or a list of lists without numpy."""
         ids = [_int_arg("token", int(t), -_INT_MAX - 1) for t in ids]  # the library checks the vocab
-        rows, raised = [], []
+        rows, state = [], {"raised": None, "sigint": False}
 
         def each(ud, pos, lp, vocab):
             try:
+                if state["sigint"]:
+                    return 1
                 rows.append(bytes(C.string_at(lp, vocab * 4)))
                 return 0
             except BaseException as e:  # raised again below, after the library returns (ctypes drops it)
-                raised.append(e)
+                state["raised"] = e
                 return 1
 
         fn = _LOGITS_FN(each)
         arr, err = (C.c_int * max(len(ids), 1))(*ids), _Error()
-        status = _lib.lml_eval(self._handle(), arr, len(ids), 0, fn, None, C.byref(err))
-        if raised:
-            raise raised[0]
+        h = self._handle()
+        with _deferred_sigint(state):
+            status = _lib.lml_eval(h, arr, len(ids), 0, fn, None, C.byref(err))
+        if state["raised"] is not None:
+            raise state["raised"]
         _check(status, err)
         try:
             import numpy as np
@@ -334,16 +370,15 @@ class Model:
 
     # -- generation --
     def _run(self, prompt, max_tokens, temperature, top_p, top_k, min_p, repeat_penalty, repeat_last_n, seed,
-             on_text, ids=None, steps=None):
+             on_text, ids=None, steps=None, stop=None):
         """Generate after prompt (or the prompt's ids, and then positions to
         run); on_text(str) gets the new text as it comes and returns True to
         stop."""
-        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 0:
-            raise ValueError(f"max_tokens: expected an integer >= 0, got {max_tokens!r}")
-        _int_arg("top_k", top_k, -_INT_MAX - 1)  # the library checks the range; this, that it fits
-        _int_arg("repeat_last_n", repeat_last_n, -_INT_MAX - 1)
+        max_tokens = _int_arg("max_tokens", max_tokens, 0, 2**62)
+        top_k = _int_arg("top_k", top_k, -_INT_MAX - 1)  # the library checks the range; this, that it fits
+        repeat_last_n = _int_arg("repeat_last_n", repeat_last_n, -_INT_MAX - 1)
         if seed is not None:
-            _int_arg("seed", seed, 0, 2**64 - 1)
+            seed = _int_arg("seed", seed, 0, 2**64 - 1)
         if ids is None:
             ids = self.tokenize(prompt)
         # positions to run: the prompt, then max_tokens new tokens (the last is sampled, not run)
@@ -356,15 +391,17 @@ class Model:
             top_p = _FLT_MIN  # not 0 (top-p off) by rounding to a C float
         so = _SamplerOptions(temperature, top_p, top_k, min_p, repeat_penalty, repeat_last_n, seed)
         dec = codecs.getincrementaldecoder("utf-8")("replace")
-        state = {"prompt": True, "raised": None}
+        state = {"prompt": True, "raised": None, "sigint": False}
 
         def on_token(ud, token, piece, n):
-            if state["prompt"]:
-                return 0
             try:
+                if state["sigint"] or (stop is not None and stop()):
+                    return 1
+                if state["prompt"]:
+                    return 0
                 text = dec.decode(C.string_at(piece, n) if piece else b"")
                 return 1 if text and on_text(text) else 0
-            except BaseException as e:  # Ctrl-C, or on_text's error: stop, raise it below (ctypes would drop it)
+            except BaseException as e:  # on_text's error (or a handler's): stop, raise it below (ctypes drops it)
                 state["raised"] = e
                 return 1
 
@@ -379,8 +416,9 @@ class Model:
         if not self._lock.acquire(blocking=False):
             raise LegacyMLError("LML_E_ARG", "the model is generating already (one call at a time)")
         try:
-            status = _lib.lml_generate(h, arr, len(ids), steps, C.byref(so), C.byref(cb), C.byref(n_pos),
-                                       C.byref(err))
+            with _deferred_sigint(state):
+                status = _lib.lml_generate(h, arr, len(ids), steps, C.byref(so), C.byref(cb), C.byref(n_pos),
+                                           C.byref(err))
         finally:
             self._lock.release()
         if state["raised"] is not None:
@@ -483,7 +521,7 @@ class Model:
         def work():
             try:
                 self._run(prompt, max_tokens, temperature, top_p, top_k, min_p, repeat_penalty, repeat_last_n, seed,
-                          on_text)
+                          on_text, stop=quit_.is_set)
                 rest = st.flush()
                 if rest and not quit_.is_set():
                     q.put(rest)

@@ -132,6 +132,34 @@ def test_an_exception_in_generation_is_raised(model):
     assert model.generate(PROMPT, max_tokens=8, temperature=0)  # usable afterwards
 
 
+@pytest.mark.skipif(not hasattr(os, "kill") or sys.platform.startswith("win"), reason="POSIX signals")
+def test_ctrl_c_during_generation_is_raised_and_stops_it(model):
+    import signal
+    import time
+
+    class Slow(str):  # a stop string whose test takes 2 ms: 500 tokens take a second
+        def startswith(self, *a):
+            time.sleep(0.002)
+            return str.startswith(self, *a)
+
+    for _ in range(3):
+        timer = threading.Timer(0.15, os.kill, (os.getpid(), signal.SIGINT))
+        t0 = time.time()
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            model.generate(PROMPT, max_tokens=500, seed=1, stop=[Slow("zzzzzz")])
+        timer.join()
+        assert time.time() - t0 < 0.8  # stopped, not run to its end
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert model.generate(PROMPT, max_tokens=8, temperature=0)
+
+
+def test_numpy_integers_are_integers(model):
+    np = pytest.importorskip("numpy")
+    assert model.generate(PROMPT, max_tokens=np.int64(6), temperature=0, top_k=np.int32(5), seed=np.uint64(3)) == \
+        model.generate(PROMPT, max_tokens=6, temperature=0, top_k=5, seed=3)
+
+
 def test_out_of_range_integers_and_nul_are_refused(model):
     for kw in ({"top_k": 2**32 + 1}, {"repeat_last_n": 2**40}, {"seed": -1}, {"seed": 2**64}, {"max_tokens": True}):
         with pytest.raises(ValueError):
