@@ -1102,17 +1102,22 @@ ml_status ml_gguf_cache_dir(char *dir, size_t cap, ml_err *err) {
     else if (home && *home) n = snprintf(dir, cap, "%s/.cache/legacy-ml", home);
     else return ml_errf(err, ML_E_ARG, "no cache folder for converted GGUF files: set ML_CACHE_DIR (or HOME)");
     if (n < 0 || (size_t)n >= cap) return ml_errf(err, ML_E_ARG, "the cache folder's path is too long");
-    /* mkdir -p */
+    /* mkdir -p; a parent that could not be made says why the folder could
+     * not (EACCES, not the folder's ENOENT) */
+    int first_e = 0;
     for (char *p = dir + 1;; p++) {
         if (*p == '/' || *p == 0) {
             char keep = *p;
             *p = 0;
             int rc = make_dir(dir);
             int e = errno;
-            *p = keep;
             struct stat st;
-            if (rc != 0 && e != EEXIST && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) && keep == 0)
-                return ml_errf(err, ML_E_IO, "cache folder %s: %s (set ML_CACHE_DIR to a writable folder)", dir, strerror(e));
+            int missing = rc != 0 && e != EEXIST && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode));
+            *p = keep;
+            if (missing && !first_e) first_e = e;
+            if (missing && keep == 0)
+                return ml_errf(err, ML_E_IO, "cache folder %s: %s (set ML_CACHE_DIR to a writable folder)", dir,
+                               strerror(first_e));
             if (!keep) break;
         }
     }
