@@ -39,6 +39,7 @@ model/bpe.c:sort_specials
 model/speculate.c:ml_spec_init
 model/loader.c:pack_weights
 model/gguf.c:parse
+model/gguf.c:check_keys_unique
 model/gguf_mlb.c:check_tensors
 model/gguf_mlb.c:read_tokenizer
 model/gguf_mlb.c:read_bpe
