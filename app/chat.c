@@ -70,15 +70,21 @@ static void on_sigint(int sig) {
     interrupted = 1;
 }
 
-static void catch_sigint(void) {
+/* restart 0 at the prompt: a read there returns, and Ctrl-C ends the chat.
+ * restart 1 everywhere else: a write interrupted while the terminal holds
+ * the output back (Ctrl-S, a slow link) goes on, where without SA_RESTART
+ * it failed with EINTR and stdio dropped the piece it held. */
+static void catch_sigint(int restart) {
 #ifdef _WIN32
+    (void)restart;
     signal(SIGINT, on_sigint);
 #else
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;
+    sa.sa_flags = restart ? SA_RESTART : 0;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL); /* no SA_RESTART: a read at the prompt returns */
+    sigaction(SIGINT, &sa, NULL);
 #endif
 }
 
@@ -253,7 +259,7 @@ int ml_chat_main(int argc, char **argv) {
     }
     fprintf(stderr, "ml_run --chat: %s build, template %s, context %d tokens; end with Ctrl-D (Ctrl-C stops a reply)\n",
             lml_build_isa(), lml_chat_name(chat), info.context);
-    catch_sigint();
+    catch_sigint(1);
 
     int *buf = NULL;
     for (int first = 1;;) {
@@ -261,7 +267,9 @@ int ml_chat_main(int argc, char **argv) {
         fflush(stdout);
         interrupted = 0;
         int has_nul = 0;
+        catch_sigint(0);
         char *line = read_line(&has_nul);
+        catch_sigint(1);
         if (!line) {
             printf("\n");
             break;

@@ -3,7 +3,10 @@
 chat runs on a pseudo-terminal (its controlling terminal, as in a shell), a
 long reply of a random-weight model (tools/gen_random.py; seeded, so the
 reply has no end of turn for its first 1900 tokens on every build) is
-interrupted by typing Ctrl-C once it streams; the reply stops early (stderr:
+interrupted by typing Ctrl-C once it streams, with the output held back by
+Ctrl-S (so the program waits in a write, which the signal must not cut
+short: a piece was lost that way) and let go by Ctrl-Q; the reply stops
+early (stderr:
 "[reply stopped after K tokens]", K below -n), the prompt comes back, the
 next turn is answered, and Ctrl-D at the prompt ends the chat with exit 0.
 The turns are checked against a run through a pipe that caps every reply
@@ -38,13 +41,15 @@ report = checks.report
 
 class Tty:
     """ml_run --chat on a new pseudo-terminal, its controlling terminal:
-    Ctrl-C typed on it is a SIGINT from the terminal, Ctrl-D an end of input.
-    No echo, no output processing (the bytes are the program's), and
-    NOFLSH: Ctrl-C does not discard output not read yet."""
+    Ctrl-C typed on it is a SIGINT from the terminal, Ctrl-D an end of input,
+    Ctrl-S and Ctrl-Q stop and restart its output (IXON). No echo, no output
+    processing (the bytes are the program's), and NOFLSH: Ctrl-C does not
+    discard output not read yet."""
 
     def __init__(self, args, err_path):
         master, slave = os.openpty()
         a = termios.tcgetattr(slave)
+        a[0] |= termios.IXON
         a[1] &= ~termios.OPOST
         a[3] = (a[3] & ~termios.ECHO) | termios.NOFLSH | termios.ISIG | termios.ICANON
         termios.tcsetattr(slave, termios.TCSANOW, a)
@@ -118,10 +123,15 @@ def run(exe, model, tok, tmp):
     try:
         report(t.wait(lambda t: t.out == b"> ", 20), f"tty: the prompt marker ({t.out[:40]!r})")
         t.type(Q1 + b"\n")
-        # The reply streams: some of its bytes have come; then Ctrl-C.
+        # The reply streams: some of its bytes have come; then Ctrl-S, and Ctrl-C while the program waits to
+        # write its next piece, then Ctrl-Q.
         report(t.wait(lambda t: len(t.out) >= 2 + 8, 20), f"tty: the first reply streams ({len(t.out) - 2} bytes)")
         t0 = time.time()
+        t.type(b"\x13")
+        time.sleep(0.2)
         t.type(b"\x03")
+        time.sleep(0.1)
+        t.type(b"\x11")
         back = t.wait(lambda t: len(stopped(t.err())) == 1 and t.out.endswith(b"\n> "), 20)
         ks = stopped(t.err())
         k1 = ks[0] if ks else LIMIT
