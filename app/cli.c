@@ -232,10 +232,22 @@ const char *ml_cli_model_path(const char *prog, const char *model, char *buf, si
     return NULL;
 }
 
+/* The signals that end a run while it writes: Ctrl-C, kill, a closed
+ * terminal, Ctrl-\, the text piped into a reader that has stopped (`| head`),
+ * a file size limit (ulimit -f). */
 static const int fatal_sigs[] = {
     SIGINT, SIGTERM,
 #ifdef SIGHUP
     SIGHUP,
+#endif
+#ifdef SIGQUIT
+    SIGQUIT,
+#endif
+#ifdef SIGPIPE
+    SIGPIPE,
+#endif
+#ifdef SIGXFSZ
+    SIGXFSZ,
 #endif
 };
 

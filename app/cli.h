@@ -73,12 +73,12 @@ static inline const char *ml_cli_status_name(lml_status s) { return lml_status_n
  * NULL after printing why the GGUF cannot be run. buf holds the path. */
 const char *ml_cli_model_path(const char *prog, const char *model, char *buf, size_t cap);
 
-/* On SIGINT, SIGTERM or SIGHUP (unless ignored, as in a background job),
- * remove the temporaries of the outputs being written (core/outfile.h),
- * then die of the signal as before: an interrupted run or GGUF conversion
- * leaves the targets as they were and no partial file beside them. A
- * program that handles a signal itself (chat, the server) installs its
- * own handler after this one. */
+/* On SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE or SIGXFSZ (unless ignored,
+ * as SIGINT in a background job), remove the temporaries of the outputs
+ * being written (core/outfile.h), then die of the signal as before: an
+ * interrupted run or GGUF conversion leaves the targets as they were and no
+ * partial file beside them. A program that handles a signal itself (chat,
+ * the server) installs its own handler after this one. */
 void ml_cli_clean_on_signal(void);
 
 #endif

@@ -9,7 +9,9 @@
 #   - leaves a user's OUT.tmp alone; writes through to /dev/null and a FIFO,
 #     which stay what they are; refuses a directory and a write-protected file;
 #   - killed (kill -9) at random points, leaves the target either the old file
-#     or the complete new one.
+#     or the complete new one; ended by a signal it can catch (Ctrl-C, Ctrl-\,
+#     its text piped into a reader that is gone), the old file and no
+#     temporary.
 # env: BUILD (default build/scalar), PYTHON, MODELS, RUNNER
 set -u
 cd "$(dirname "$0")/.."
@@ -299,24 +301,41 @@ fi
 s=$(seconds "${R[@]}" "$RUN" "${LRUN[@]}" --logits "$K9/logits.ref")
 kills 16 "ml_run --logits" "$K9/logits" "$K9/logits.ref" "$s" "${R[@]}" "$RUN" "${LRUN[@]}" --logits "$K9/logits"
 
-# ---- Ctrl-C (SIGINT) at random points: the old file, no temporary beside it --
-# Started from Python with SIGINT at its default (a background job of this
-# script would ignore it).
-sigints() {
-    local n=$1 target=$2 secs=$3 i left bad_rc=0 old=0; shift 3
+# ---- SIGINT (Ctrl-C), SIGQUIT (Ctrl-\\) at random points: the old file, no
+# temporary beside it. Started from Python with the signal at its default (a
+# background job of this script would ignore SIGINT), no core file.
+# sigs N SIG TARGET SECONDS CMD...
+sigs() {
+    local n=$1 sig=$2 target=$3 secs=$4 i left bad_rc=0 old=0; shift 4
     for ((i = 0; i < n; i++)); do
         echo "old content $i" >"$target"; cp "$target" "$tmp/int.old"
-        "$PYTHON" -c 'import random, signal, subprocess, sys, time
-p = subprocess.Popen(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-time.sleep(float(sys.argv[1]) * random.uniform(0.2, 0.8))
-p.send_signal(signal.SIGINT)
-sys.exit(0 if p.wait() in (0, -signal.SIGINT) else 1)' "$secs" "$@" --logits "$target" || bad_rc=$((bad_rc + 1))
+        "$PYTHON" -c 'import random, resource, signal, subprocess, sys, time
+sig = getattr(signal, sys.argv[1])
+def child():
+    signal.signal(sig, signal.SIG_DFL)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+p = subprocess.Popen(sys.argv[3:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=child)
+time.sleep(float(sys.argv[2]) * random.uniform(0.2, 0.8))
+p.send_signal(sig)
+sys.exit(0 if p.wait() in (0, -sig) else 1)' "$sig" "$secs" "$@" --logits "$target" || bad_rc=$((bad_rc + 1))
         cmp -s "$target" "$tmp/int.old" && old=$((old + 1))
     done
     left=$(find "$(dirname "$target")" -maxdepth 1 -name '*.part-*' | head -3)
-    if [ "$bad_rc" -eq 0 ] && [ -z "$left" ]; then ok "SIGINT: ml_run --logits: $n interrupts, no temporary left (the old file $old times)"
-    else bad "SIGINT: ml_run --logits: $bad_rc runs not ended by the signal, left behind: $left"; fi
+    if [ "$bad_rc" -eq 0 ] && [ -z "$left" ]; then ok "$sig: ml_run --logits: $n interrupts, no temporary left (the old file $old times)"
+    else bad "$sig: ml_run --logits: $bad_rc runs not ended by the signal, left behind: $left"; fi
 }
-sigints 8 "$K9/int-logits" "$s" "${R[@]}" "$RUN" "${LRUN[@]}"
+sigs 8 SIGINT "$K9/int-logits" "$s" "${R[@]}" "$RUN" "${LRUN[@]}"
+sigs 4 SIGQUIT "$K9/quit-logits" "$s" "${R[@]}" "$RUN" "${LRUN[@]}"
+
+# ---- the text piped into a reader that is gone (`| head`): SIGPIPE at the
+# first token, the old file, no temporary beside it
+echo "old content" >"$K9/pipe-logits"; cp "$K9/pipe-logits" "$tmp/pipe.old"
+"${R[@]}" "$RUN" "${LRUN[@]}" --logits "$K9/pipe-logits" 2>/dev/null | true
+rc=${PIPESTATUS[0]}
+left=$(find "$K9" -maxdepth 1 -name 'pipe-logits.part-*' | head -3)
+if [ "$rc" -eq 141 ] && [ -z "$left" ] && cmp -s "$K9/pipe-logits" "$tmp/pipe.old"; then
+    ok "SIGPIPE: ml_run --logits piped into a reader that is gone: ended by the signal, the old file, no temporary"
+else
+    bad "SIGPIPE: ml_run --logits | true: exit $rc (141: SIGPIPE), left behind: $left"
+fi
 finish
