@@ -274,6 +274,63 @@ def refusals(tmp):
                   f"a BPE tokenizer.json without tools/tokfile.py: refused naming it: {se.strip()[-160:]}")
 
 
+def hf_variants(tmp):
+    """Hugging Face configs as real checkpoints write them: transformers 5's
+    rope_parameters (rope_theta and the scaling in one dict, no top-level
+    rope_theta) give the header of the older spelling; rope_type "default"
+    is plain RoPE; a partial rotary factor is refused; a Qwen2 embedding
+    padded past its tokenizer's ids (151936 rows, 151665 tokens) converts and
+    runs, the gap filled with unused tokens."""
+    gg = os.path.join(tmp, "v-llama3.gguf")
+    run(sys.executable, GEN, "--qtype", "q8_0", "--seed", "7", "llama3", gg)
+    cfg, w = ref_forward.load_gguf(gg)
+
+    def folder_with(name, fam, edit, cfg=cfg, w=w):
+        folder = os.path.join(tmp, name)
+        c = write_hf(folder, fam, cfg, w)
+        edit(c)
+        with open(os.path.join(folder, "config.json"), "w") as f:
+            json.dump(c, f)
+        out = folder + ".mlb"
+        rc, _, se = convert(folder, out)
+        return rc, se, (mlb.read_mlb(out)[0] if rc == 0 else None), out
+
+    keys = ("rope_theta", "rope_scaling", "rope_factor", "rope_low_freq_factor", "rope_high_freq_factor",
+            "rope_orig_max_seq")
+    rc, se, ref, _ = folder_with("v-old", "llama3", lambda c: None)
+
+    def v5(c):
+        c["rope_parameters"] = dict(c.pop("rope_scaling"), rope_theta=c.pop("rope_theta"))
+    rc2, se2, h, _ = folder_with("v-new", "llama3", v5)
+    ck.report(rc == 0 and rc2 == 0 and all(h[k] == ref[k] for k in keys),
+              "HF config: transformers 5's rope_parameters (rope_theta 500000, llama3 scaling inside) give "
+              f"the header of rope_theta + rope_scaling: {[h[k] for k in keys] if h else se2.strip()[-200:]}")
+    rc, se, h, _ = folder_with("v-default", "llama", lambda c: c.update(rope_scaling=dict(rope_type="default")))
+    ck.report(rc == 0 and h["rope_scaling"] == 0,
+              f"HF config: rope_scaling {{rope_type: default}} is plain RoPE, accepted{se.strip()[-200:]}")
+    rc, se, h, _ = folder_with("v-partial", "llama", lambda c: c.update(partial_rotary_factor=0.5))
+    ck.report(rc == 1 and "partial" in se, f"HF config: partial_rotary_factor 0.5 refused: {se.strip()[-160:]}")
+    # Qwen2's padded embedding
+    gq = os.path.join(tmp, "v-qwen2.gguf")
+    run(sys.executable, GEN, "--qtype", "q8_0", "--seed", "7", "qwen2", gq)
+    qc, qw = ref_forward.load_gguf(gq)
+    n_tok, pad = qc["vocab"], 32
+    rng = np.random.default_rng(1)
+    qw = dict(qw, tok_emb=np.concatenate([qw["tok_emb"], rng.standard_normal((pad, qc["dim"]), np.float32)]))
+    qc = dict(qc, vocab=n_tok + pad)
+
+    def tok_short(c):
+        bos, eos = gguf_random.hf_tokenizer_files(os.path.join(tmp, "v-qpad"), "qwen2", n_tok)
+        c.update(bos_token_id=bos, eos_token_id=eos)
+    rc, se, h, out = folder_with("v-qpad", "qwen2", tok_short, qc, qw)
+    tf = tokfile.TokFile.from_bytes(h["tokenizer"]) if h else None
+    ok = rc == 0 and len(tf.tokens) == n_tok + pad and all(t == tokfile.TYPE_UNUSED for t in tf.types[n_tok:])
+    r2 = run(*RUNNER, ML_RUN, "-m", out, "-i", PROMPT, "-n", "80", "--temp", "0") if ok else (1, "", "")
+    ck.report(ok and r2[0] == 0,
+              f"HF qwen2: embedding of {n_tok + pad} rows, tokenizer.json of {n_tok} ids: the tokenizer is padded "
+              f"with unused tokens and ml_run runs{(se + r2[2]).strip()[-200:]}")
+
+
 def main():
     try:
         import gguf  # noqa: F401
@@ -287,6 +344,7 @@ def main():
         for fam in FAMILIES:
             family(tmp, fam)
         refusals(tmp)
+        hf_variants(tmp)
 
 
 if __name__ == "__main__":

@@ -288,6 +288,14 @@ def safetensors_files(folder):
     return files
 
 
+def _num(v):
+    """v as a float, or v itself when it is not a number (compares unequal)."""
+    try:
+        return float(v)
+    except (TypeError, ValueError, OverflowError):
+        return v
+
+
 def hf_config(folder):
     """config.json -> our config dict; refuses what the runtime cannot run."""
     path = os.path.join(folder, "config.json")
@@ -311,8 +319,31 @@ def hf_config(folder):
         unsupported.append(f"sliding_window={c['sliding_window']} (full attention only)")
     if c.get("num_experts") or c.get("num_local_experts"):
         unsupported.append("mixture of experts (num_experts)")
+    # transformers 5 writes rope_parameters {rope_type, rope_theta, ...} in
+    # place of rope_theta and rope_scaling: the same fields, one dict.
+    params = c.get("rope_parameters")
+    if params is not None and not isinstance(params, dict):
+        unsupported.append(f"rope_parameters={json.dumps(params)} (expected an object)")
+        params = None
+    if params is not None:
+        if "rope_theta" in params:
+            if c.get("rope_theta") is not None and _num(c["rope_theta"]) != _num(params["rope_theta"]):
+                unsupported.append(f"rope_theta {c['rope_theta']} and rope_parameters.rope_theta "
+                                   f"{params['rope_theta']} disagree")
+            c["rope_theta"] = params["rope_theta"]
+        if params.get("rope_type", params.get("type", "default")) != "default":
+            if c.get("rope_scaling") not in (None, params):
+                unsupported.append("both rope_scaling and rope_parameters scale RoPE")
+            c["rope_scaling"] = params
+        if _num(params.get("partial_rotary_factor", 1.0)) != 1.0:
+            unsupported.append(f"rope_parameters.partial_rotary_factor={params['partial_rotary_factor']} "
+                               "(a partial rotary dimension)")
+    if _num(c.get("partial_rotary_factor") or 1.0) != 1.0:
+        unsupported.append(f"partial_rotary_factor={c['partial_rotary_factor']} (a partial rotary dimension)")
     scaling = c.get("rope_scaling")
     rope = {}
+    if isinstance(scaling, dict) and scaling.get("rope_type", scaling.get("type")) == "default":
+        scaling = None  # HF's name for plain RoPE
     if scaling is not None:
         kind = scaling.get("rope_type", scaling.get("type")) if isinstance(scaling, dict) else None
         if kind != "llama3":
@@ -448,8 +479,20 @@ class HFSource:
             raise ConvertError(f"{path}: bad JSON: {e}")
         if "ByteLevel" not in json.dumps([tj.get("pre_tokenizer"), tj.get("decoder")]):
             return
+        vocab = self.cfg["vocab"]
+
+        def padded(tokfile, tf):
+            # Qwen2/Qwen3 checkpoints pad the embedding past the tokenizer's
+            # ids (151936 rows, 151665 tokens): unused tokens fill the gap,
+            # as llama.cpp's converter writes them ([PAD<id>]).
+            try:
+                tf.pad_to(vocab)
+            except tokfile.TokFileError:
+                raise ConvertError(f"{path}: {len(tf.tokens)} tokens, more than the model's "
+                                   f"vocab_size {vocab}")
+            return tf
         try:
-            self.embedded = gguf_in.bpe_bytes(lambda tf: tf.bpe_from_hf(folder), folder)
+            self.embedded = gguf_in.bpe_bytes(lambda tokfile: padded(tokfile, tokfile.bpe_from_hf(folder)), folder)
         except gguf_in.GGUFError as e:
             raise ConvertError(str(e))
         tc = {}
@@ -465,7 +508,8 @@ class HFSource:
         import tokfile
         tf = tokfile.TokFile.from_bytes(self.embedded)
         bos, eos = (bos if bos >= 0 else tf.bos), (eos if eos >= 0 else tf.eos)
-        self.special = dict(bos=bos, eos=eos, eot=tf.eot, add_bos=int(bool(tc.get("add_bos_token")) and bos >= 0))
+        # add_bos: the tokenizer's rule (add_bos_token, else Llama 3's post-processor)
+        self.special = dict(bos=bos, eos=eos, eot=tf.eot, add_bos=int(bool(tf.add_bos) and bos >= 0))
 
 
 # ======================================================== checks, padding
