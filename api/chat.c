@@ -47,6 +47,7 @@ lml_status lml_chat_open(lml_chat **out, const lml_model *m, const char *name, s
     if (!h) return ml_api_fail(err, ML_E_NOMEM, "chat: out of memory for the handle");
     if (!max_text) max_text = API_CHAT_DEFAULT_TEXT;
     s = ml_chat_init(&h->c, kind, &m->tok, -1, -1, -1, -1, max_text < 64 ? 64 : max_text, &e);
+    if (!s) s = ml_chat_use_template_defaults(&h->c, (const char *)m->m.chat_template.data, m->m.chat_template.len, &e);
     if (s) {
         lml_chat_close(h);
         return ml_api_error(err, &e, s);

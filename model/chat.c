@@ -113,7 +113,62 @@ ml_status ml_chat_init(ml_chat *c, ml_chat_kind kind, const ml_tok *tok, int bos
 
 void ml_chat_free(ml_chat *c) {
     free(c->text);
-    c->text = NULL;
+    free(c->default_system);
+    c->text = c->default_system = NULL;
+}
+
+/* The longest default system message taken from a template. */
+#define ML_CHAT_MAX_DEFAULT 4096
+
+/* A ChatML template's default system message: the text of a Jinja string
+ * literal "<|im_start|>system\n" TEXT "<|im_end|>", where the newline is
+ * the escape \n or a real one and TEXT is plain (no quote, no Jinja, no
+ * concatenation: the branch that writes messages[0]['content'] has those).
+ * The first such literal; *n 0 when there is none. */
+static const char *chatml_default_system(const char *t, size_t len, size_t *n) {
+    static const char open[] = "<|im_start|>system", close[] = "<|im_end|>";
+    const size_t lo = sizeof open - 1, lc = sizeof close - 1;
+    for (size_t i = 0; i + lo <= len; i++) {
+        if (memcmp(t + i, open, lo)) continue;
+        size_t j = i + lo;
+        if (j + 2 <= len && t[j] == '\\' && t[j + 1] == 'n') j += 2;
+        else if (j < len && t[j] == '\n') j += 1;
+        else continue;
+        size_t k = j;
+        while (k + lc <= len && memcmp(t + k, close, lc) && !strchr("'\"{}+", t[k])) k++;
+        if (k + lc <= len && k > j && k - j <= ML_CHAT_MAX_DEFAULT && !memcmp(t + k, close, lc)) {
+            *n = k - j;
+            return t + j;
+        }
+    }
+    *n = 0;
+    return NULL;
+}
+
+ml_status ml_chat_use_template_defaults(ml_chat *c, const char *tmpl, size_t len, ml_err *err) {
+    ml_chat_kind own;
+    ml_err ignored = {{0}};
+    size_t n = 0;
+    const char *text = NULL;
+    if (tmpl && len && ml_chat_kind_detect(tmpl, len, &own, &ignored) == ML_OK && own == c->kind &&
+        c->kind == ML_CHAT_CHATML)
+        text = chatml_default_system(tmpl, len, &n);
+    if (!text) return ML_OK;
+    /* Jinja's escapes in a string literal: \n, \t, \\; any other stays as written. */
+    char *d = malloc(n + 1);
+    if (!d) return ml_errf(err, ML_E_NOMEM, "chat template: out of memory for its default system message");
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = text[i];
+        if (ch == '\\' && i + 1 < n && strchr("nt\\", text[i + 1])) {
+            ch = text[++i] == 'n' ? '\n' : text[i] == 't' ? '\t' : '\\';
+        }
+        d[o++] = ch;
+    }
+    d[o] = 0;
+    free(c->default_system);
+    c->default_system = d;
+    return ML_OK;
 }
 
 /* ---- the builder: text runs and control ids into the caller's buffer ------ */
@@ -131,9 +186,8 @@ static size_t enc_need(const ml_tok *t, size_t len) {
     return t->kind == ML_TOK_KIND_BPE ? ml_bpe_max_tokens(len) : len + 3;
 }
 
-static void put_text(builder *b, const char *s) {
+static void put_text_n(builder *b, const char *s, size_t len) {
     if (b->st) return;
-    size_t len = strlen(s);
     if (len > b->c->text_cap - b->c->text_n) {
         b->st = ml_errf(b->err, ML_E_ARG, "chat: a message of %zu bytes is longer than the %zu the chat was set up for",
                         len, b->c->text_cap);
@@ -141,6 +195,16 @@ static void put_text(builder *b, const char *s) {
     }
     memcpy(b->c->text + b->c->text_n, s, len);
     b->c->text_n += len;
+}
+
+static void put_text(builder *b, const char *s) { put_text_n(b, s, strlen(s)); }
+
+/* s without the white space around it (Jinja's trim on ASCII text) */
+static void put_trimmed(builder *b, const char *s) {
+    size_t len = strlen(s);
+    while (len && strchr(" \t\n\r\f\v", s[len - 1])) len--;
+    while (len && strchr(" \t\n\r\f\v", *s)) s++, len--;
+    put_text_n(b, s, len);
 }
 
 static void flush_text(builder *b) {
@@ -245,12 +309,21 @@ static void put_msg(builder *b, const ml_chat_msg *msgs, int i) {
     }
     put_header(b, m->role);
     if (b->c->kind == ML_CHAT_LLAMA2) put_text(b, " "); /* "[/INST] reply </s>" */
-    put_text(b, m->content);
+    if (b->c->kind == ML_CHAT_LLAMA3) put_trimmed(b, m->content);
+    else put_text(b, m->content);
     put_end(b, m->role);
 }
 
+/* A conversation that does not open with a system message gets the
+ * template's default one (ml_chat_use_template_defaults), if any. */
+static void put_default_system(builder *b, const ml_chat_msg *first) {
+    if (!b->c->default_system || (first && first->role == ML_CHAT_SYSTEM)) return;
+    const ml_chat_msg m = {ML_CHAT_SYSTEM, b->c->default_system};
+    put_msg(b, &m, 0);
+}
+
 size_t ml_chat_max_tokens(const ml_chat *c, const ml_chat_msg *msgs, int n) {
-    size_t len = 64;
+    size_t len = 64 + (c->default_system ? strlen(c->default_system) + 64 : 0);
     for (int i = 0; i < n; i++) len += strlen(msgs[i].content) + 64;
     return enc_need(c->tok, len) + 16 * ((size_t)n + 1);
 }
@@ -267,6 +340,7 @@ ml_status ml_chat_render(ml_chat *c, const ml_chat_msg *msgs, int n, int add_gen
     builder b = {.c = c, .tokens = tokens, .cap = cap, .err = err};
     c->text_n = 0;
     put_start(&b);
+    put_default_system(&b, n ? msgs : NULL);
     for (int i = 0; i < n; i++) put_msg(&b, msgs, i);
     if (add_gen) put_header(&b, ML_CHAT_ASSISTANT);
     return finish(&b, n_tokens);
@@ -279,6 +353,7 @@ ml_status ml_chat_render_turn(ml_chat *c, int first, const char *system, const c
     c->text_n = 0;
     int with_system = first && system;
     if (first) put_start(&b);
+    if (first) put_default_system(&b, msgs + !with_system);
     for (int i = 0; i < 1 + with_system; i++) put_msg(&b, msgs + !with_system, i);
     put_header(&b, ML_CHAT_ASSISTANT);
     return finish(&b, n_tokens);

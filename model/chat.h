@@ -12,11 +12,14 @@
  * text and message together), as a tokenizer would see the formatted prompt.
  * A SentencePiece vocabulary puts its dummy-prefix space before each run.
  *
+ * Llama 3 trims each message's content of white space (its template's
+ * "| trim"; llama.cpp's too).
+ *
  * A render is the concatenation of its parts, so a conversation can be fed
  * turn by turn: ml_chat_render_turn (start, system, user, the assistant's
  * header), the sampled reply, ml_chat_render_reply_end, the next turn ...
  * gives exactly the ids ml_chat_render gives for the whole conversation when
- * the reply's ids are its text's encoding.
+ * the reply's ids are its text's encoding (for Llama 3: of its trimmed text).
  *
  * ml_chat_init allocates a text buffer (text_cap bytes: the longest run of
  * text between two control tokens); rendering allocates nothing. */
@@ -49,6 +52,7 @@ typedef struct {
     int stop;                 /* the end of an assistant turn: generation stops here */
     char *text;               /* (text_cap) the run of text being built */
     size_t text_cap, text_n;
+    char *default_system;     /* the system message a conversation without one gets; NULL: none */
 } ml_chat;
 
 /* "chatml, llama3, zephyr, llama2": the names, for messages. */
@@ -71,6 +75,15 @@ ml_status ml_chat_kind_choose(const char *name, const char *tmpl, size_t len, ml
 ml_status ml_chat_init(ml_chat *c, ml_chat_kind kind, const ml_tok *tok, int bos, int eos, int eot,
                        int add_bos, size_t text_cap, ml_err *err);
 void ml_chat_free(ml_chat *c);
+/* The default system message of the model's own template tmpl (len bytes,
+ * its Jinja text), when it is of c's kind and writes one out: a ChatML
+ * template's literal "<|im_start|>system\n...<|im_end|>" (Qwen2.5's "You
+ * are Qwen, created by Alibaba Cloud. ...", SmolLM2's "You are a helpful AI
+ * assistant named SmolLM, ..."), which Hugging Face's rendering puts before
+ * a conversation that does not start with a system message; so do
+ * ml_chat_render and ml_chat_render_turn. None found: nothing changes.
+ * Allocates its copy (ML_E_NOMEM). */
+ml_status ml_chat_use_template_defaults(ml_chat *c, const char *tmpl, size_t len, ml_err *err);
 
 /* The id of the token whose text is exactly text (control tokens too); -1
  * if none. A linear scan: for set-up, not per token. */

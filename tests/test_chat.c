@@ -209,6 +209,94 @@ static void test_bpe_templates(void) {
     GROUP_DONE("templates on a byte-level BPE vocabulary", f0);
 }
 
+/* ---- what a model's own template adds ------------------------------------------ */
+
+/* Renders a and b (na, nb messages, generation prompt) and compares the ids. */
+static int same_render(ml_chat *c, const ml_chat_msg *a, int na, const ml_chat_msg *b, int nb) {
+    static int first[1 << 14];
+    size_t n1 = 0, n2 = 0;
+    if (render(c, a, na, 1, &n1)) return 0;
+    memcpy(first, tokens, n1 * sizeof *tokens);
+    if (render(c, b, nb, 1, &n2)) return 0;
+    return n1 == n2 && !memcmp(first, tokens, n1 * sizeof *tokens);
+}
+
+static void test_template_defaults(void) {
+    int f0 = tl_failed;
+    ml_tok t;
+    if (!load_bpe(&t, 1)) {
+        CHECK(0, "load the hand-made vocabulary");
+        return;
+    }
+    ml_err err = {{0}};
+    ml_chat c;
+    /* Qwen2.5's structure: a branch that writes the conversation's own system
+     * message (concatenated: not a default), then the literal default, the
+     * newline as Jinja's escape; SmolLM2's: a real newline in the literal. */
+    static const char qwen[] =
+        "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + messages[0]['content'] + "
+        "'<|im_end|>\\n' }}{%- else %}{{- '<|im_start|>system\\nYou are Q, a test.\\tOK<|im_end|>\\n' }}"
+        "{%- endif %}{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+        "'<|im_end|>\\n'}}{% endfor %}";
+    static const char smol[] = "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+                               "{{ '<|im_start|>system\nYou are S, two\\nlines<|im_end|>\n' }}{% endif %}"
+                               "{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + "
+                               "'\n'}}{% endfor %}";
+    static const char plain[] = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
+                                "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}";
+    static const struct {
+        const char *tmpl, *want; /* want: the default system message, NULL: none */
+    } cases[] = {
+        {qwen, "You are Q, a test.\tOK"},
+        {smol, "You are S, two\nlines"},
+        {plain, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        CHECK(!ml_chat_init(&c, ML_CHAT_CHATML, &t, -1, -1, -1, 0, 4096, &err), "chatml init: %s", err.msg);
+        CHECK(!ml_chat_use_template_defaults(&c, cases[i].tmpl, strlen(cases[i].tmpl), &err), "defaults: %s", err.msg);
+        const char *got = c.default_system;
+        CHECK(cases[i].want ? got && !strcmp(got, cases[i].want) : !got,
+              "template %zu: default system message '%s' (expected '%s')", i, got ? got : "(none)",
+              cases[i].want ? cases[i].want : "(none)");
+        if (cases[i].want) {
+            ml_chat_msg user[] = {{ML_CHAT_USER, "hi"}};
+            ml_chat_msg with[] = {{ML_CHAT_SYSTEM, cases[i].want}, {ML_CHAT_USER, "hi"}};
+            ml_chat_msg own[] = {{ML_CHAT_SYSTEM, "Mine."}, {ML_CHAT_USER, "hi"}};
+            CHECK(same_render(&c, user, 1, with, 2), "template %zu: a conversation without a system message gets the "
+                  "default one first", i);
+            size_t n = 0;
+            CHECK(!render(&c, own, 2, 1, &n) && count(tokens, n, T_IMS) == 3, "template %zu: the conversation's own "
+                  "system message replaces it (%d turns, 3 expected)", i, count(tokens, n, T_IMS));
+            CHECK(!render(&c, NULL, 0, 1, &n) && count(tokens, n, T_IMS) == 2, "template %zu: no messages: the "
+                  "default system message, then the generation prompt", i);
+            int reply[] = {'o', 'k'};
+            CHECK(incremental_equals_whole(&c, reply, 2, "ok"), "template %zu: turn by turn == whole", i);
+            static int turn[1 << 14];
+            size_t k = 0;
+            CHECK(!ml_chat_render_turn(&c, 1, NULL, "hi", turn, CAP, &k, &err) && !render(&c, user, 1, 1, &n) &&
+                      k == n && !memcmp(turn, tokens, n * sizeof *turn),
+                  "template %zu: a terminal chat's first turn without -sys gets it too", i);
+        }
+        ml_chat_free(&c);
+    }
+    /* Only the template's own kind: a ChatML default is no Zephyr default. */
+    CHECK(!ml_chat_init(&c, ML_CHAT_LLAMA3, &t, -1, -1, -1, -1, 4096, &err), "llama3 init: %s", err.msg);
+    CHECK(!ml_chat_use_template_defaults(&c, qwen, strlen(qwen), &err) && !c.default_system,
+          "a chatml template's default does not go to a llama3 chat");
+    /* Llama 3 trims each message (its template's "| trim"). */
+    ml_chat_msg spaced[] = {{ML_CHAT_SYSTEM, " \tS\n"}, {ML_CHAT_USER, "\n  hi there \r\n"}};
+    ml_chat_msg bare[] = {{ML_CHAT_SYSTEM, "S"}, {ML_CHAT_USER, "hi there"}};
+    CHECK(same_render(&c, spaced, 2, bare, 2), "llama3: white space around a message is trimmed");
+    ml_chat_msg blank[] = {{ML_CHAT_USER, " \n "}}, empty[] = {{ML_CHAT_USER, ""}};
+    CHECK(same_render(&c, blank, 1, empty, 1), "llama3: a message of white space is empty");
+    ml_chat_free(&c);
+    CHECK(!ml_chat_init(&c, ML_CHAT_CHATML, &t, -1, -1, -1, 0, 4096, &err), "chatml init: %s", err.msg);
+    CHECK(!same_render(&c, spaced, 2, bare, 2), "chatml keeps white space (its template has no trim)");
+    ml_chat_free(&c);
+    ml_tok_free(&t);
+    GROUP_DONE("what a model's own template adds: default system message, trim", f0);
+}
+
 /* ---- stories260K's SentencePiece vocabulary ---------------------------------- */
 
 static void test_sp_templates(void) {
@@ -274,6 +362,7 @@ int ml_main(int argc, char **argv) {
     (void)argv;
     test_names();
     test_bpe_templates();
+    test_template_defaults();
     test_sp_templates();
     return tl_summary();
 }
