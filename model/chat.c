@@ -1,5 +1,6 @@
 #include "model/chat.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,16 +37,19 @@ ml_status ml_chat_kind_from_name(const char *name, ml_chat_kind *k, ml_err *err)
                    ml_chat_names());
 }
 
-/* Distinctive pieces of each family's Jinja text; the first match wins
- * (Llama 3's headers before ChatML, whose <|im_start|> no other uses). */
-/* Does t (len bytes) contain the string s? */
-static int has(const char *t, size_t len, const char *s) {
+/* Where s (NUL-terminated) first occurs in t (len bytes), or NULL. */
+static const char *find(const char *t, size_t len, const char *s) {
     size_t n = strlen(s);
     for (size_t i = 0; n <= len && i <= len - n; i++)
-        if (t[i] == s[0] && !memcmp(t + i, s, n)) return 1;
-    return 0;
+        if (t[i] == s[0] && !memcmp(t + i, s, n)) return t + i;
+    return NULL;
 }
 
+/* Does t (len bytes) contain the string s? */
+static int has(const char *t, size_t len, const char *s) { return find(t, len, s) != NULL; }
+
+/* Distinctive pieces of each family's Jinja text; the first match wins
+ * (Llama 3's headers before ChatML, whose <|im_start|> no other uses). */
 ml_status ml_chat_kind_detect(const char *t, size_t len, ml_chat_kind *k, ml_err *err) {
     if (!t || !len) return ml_errf(err, ML_E_FORMAT, "no chat template; choose one of: %s", ml_chat_names());
     if (has(t, len, "<|start_header_id|>") && has(t, len, "<|eot_id|>")) *k = ML_CHAT_LLAMA3;
@@ -114,7 +118,8 @@ ml_status ml_chat_init(ml_chat *c, ml_chat_kind kind, const ml_tok *tok, int bos
 void ml_chat_free(ml_chat *c) {
     free(c->text);
     free(c->default_system);
-    c->text = c->default_system = NULL;
+    free(c->system_prefix);
+    c->text = c->default_system = c->system_prefix = NULL;
 }
 
 /* The longest default system message taken from a template. */
@@ -145,29 +150,61 @@ static const char *chatml_default_system(const char *t, size_t len, size_t *n) {
     return NULL;
 }
 
-ml_status ml_chat_use_template_defaults(ml_chat *c, const char *tmpl, size_t len, ml_err *err) {
-    ml_chat_kind own;
-    ml_err ignored = {{0}};
-    size_t n = 0;
-    const char *text = NULL;
-    if (tmpl && len && ml_chat_kind_detect(tmpl, len, &own, &ignored) == ML_OK && own == c->kind &&
-        c->kind == ML_CHAT_CHATML)
-        text = chatml_default_system(tmpl, len, &n);
-    if (!text) return ML_OK;
-    /* Jinja's escapes in a string literal: \n, \t, \\; any other stays as written. */
+/* The text at t (n bytes) of a Jinja string literal, its escapes \n, \t
+ * and \\ undone (any other stays as written), in a new string. */
+static char *jinja_unescape(const char *t, size_t n) {
     char *d = malloc(n + 1);
-    if (!d) return ml_errf(err, ML_E_NOMEM, "chat template: out of memory for its default system message");
+    if (!d) return NULL;
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
-        char ch = text[i];
-        if (ch == '\\' && i + 1 < n && strchr("nt\\", text[i + 1])) {
-            ch = text[++i] == 'n' ? '\n' : text[i] == 't' ? '\t' : '\\';
-        }
+        char ch = t[i];
+        if (ch == '\\' && i + 1 < n && strchr("nt\\", t[i + 1])) ch = t[++i] == 'n' ? '\n' : t[i] == 't' ? '\t' : '\\';
         d[o++] = ch;
     }
     d[o] = 0;
-    free(c->default_system);
-    c->default_system = d;
+    return d;
+}
+
+/* Llama 3.1+'s system prefix, "Cutting Knowledge Date: K\nToday Date:
+ * D\n\n": K the template's literal after "Cutting Knowledge Date: " up to
+ * its newline (escaped or real), D its fallback date_string literal. 0 when
+ * the template writes no such literal (Llama 3.0 writes none). */
+static int llama3_prefix(const char *t, size_t len, const char **k, int *kn, char *date, size_t date_cap) {
+    static const char know[] = "Cutting Knowledge Date: ";
+    const char *p = find(t, len, know), *end = t + len;
+    if (!p) return 0;
+    const char *q = p += sizeof know - 1;
+    while (q < end && *q != '\n' && *q != '\\' && !strchr("'\"{}+", *q)) q++;
+    if (q == p || q - p > 64 || q == end || (*q == '\\' && (q + 1 == end || q[1] != 'n'))) return 0;
+    *k = p, *kn = (int)(q - p);
+    snprintf(date, date_cap, "26 Jul 2024"); /* Llama 3.1's and 3.2's fallback, if the literal is not found */
+    const char *d = find(t, len, "date_string = ");
+    if (d && (d += 14) < end && (*d == '"' || *d == '\'')) {
+        const char *e = d + 1;
+        while (e < end && *e != *d && (size_t)(e - d) < date_cap) e++;
+        if (e < end && *e == *d && e > d + 1) snprintf(date, date_cap, "%.*s", (int)(e - d - 1), d + 1);
+    }
+    return 1;
+}
+
+ml_status ml_chat_use_template_defaults(ml_chat *c, const char *tmpl, size_t len, ml_err *err) {
+    ml_chat_kind own;
+    ml_err ignored = {{0}};
+    if (!tmpl || !len || ml_chat_kind_detect(tmpl, len, &own, &ignored) != ML_OK || own != c->kind) return ML_OK;
+    const char *k;
+    int kn;
+    char date[32];
+    if (c->kind == ML_CHAT_CHATML) {
+        size_t n = 0;
+        const char *text = chatml_default_system(tmpl, len, &n);
+        if (text && !(c->default_system = jinja_unescape(text, n)))
+            return ml_errf(err, ML_E_NOMEM, "chat template: out of memory for its default system message");
+    } else if (c->kind == ML_CHAT_LLAMA3 && llama3_prefix(tmpl, len, &k, &kn, date, sizeof date)) {
+        const size_t cap = (size_t)kn + sizeof date + 64;
+        if (!(c->system_prefix = malloc(cap)))
+            return ml_errf(err, ML_E_NOMEM, "chat template: out of memory for its system prefix");
+        snprintf(c->system_prefix, cap, "Cutting Knowledge Date: %.*s\nToday Date: %s\n\n", kn, k, date);
+    }
     return ML_OK;
 }
 
@@ -314,16 +351,30 @@ static void put_msg(builder *b, const ml_chat_msg *msgs, int i) {
     put_end(b, m->role);
 }
 
-/* A conversation that does not open with a system message gets the
- * template's default one (ml_chat_use_template_defaults), if any. */
-static void put_default_system(builder *b, const ml_chat_msg *first) {
-    if (!b->c->default_system || (first && first->role == ML_CHAT_SYSTEM)) return;
-    const ml_chat_msg m = {ML_CHAT_SYSTEM, b->c->default_system};
-    put_msg(b, &m, 0);
+/* What opens a conversation after its start (ml_chat_use_template_defaults):
+ * the system prefix around the conversation's own first system message, or
+ * the default system message where it has none. How many messages of the
+ * conversation it took: 1 when it wrote the first. */
+static int put_template_system(builder *b, const ml_chat_msg *first) {
+    const ml_chat *c = b->c;
+    const int own = first && first->role == ML_CHAT_SYSTEM;
+    if (c->system_prefix) {
+        put_header(b, ML_CHAT_SYSTEM);
+        put_text(b, c->system_prefix);
+        if (own) put_trimmed(b, first->content);
+        put_end(b, ML_CHAT_SYSTEM);
+        return own;
+    }
+    if (c->default_system && !own) {
+        const ml_chat_msg m = {ML_CHAT_SYSTEM, c->default_system};
+        put_msg(b, &m, 0);
+    }
+    return 0;
 }
 
 size_t ml_chat_max_tokens(const ml_chat *c, const ml_chat_msg *msgs, int n) {
-    size_t len = 64 + (c->default_system ? strlen(c->default_system) + 64 : 0);
+    size_t len = 64 + (c->default_system ? strlen(c->default_system) + 64 : 0) +
+                 (c->system_prefix ? strlen(c->system_prefix) + 64 : 0);
     for (int i = 0; i < n; i++) len += strlen(msgs[i].content) + 64;
     return enc_need(c->tok, len) + 16 * ((size_t)n + 1);
 }
@@ -340,8 +391,7 @@ ml_status ml_chat_render(ml_chat *c, const ml_chat_msg *msgs, int n, int add_gen
     builder b = {.c = c, .tokens = tokens, .cap = cap, .err = err};
     c->text_n = 0;
     put_start(&b);
-    put_default_system(&b, n ? msgs : NULL);
-    for (int i = 0; i < n; i++) put_msg(&b, msgs, i);
+    for (int i = put_template_system(&b, n ? msgs : NULL); i < n; i++) put_msg(&b, msgs, i);
     if (add_gen) put_header(&b, ML_CHAT_ASSISTANT);
     return finish(&b, n_tokens);
 }
@@ -352,9 +402,12 @@ ml_status ml_chat_render_turn(ml_chat *c, int first, const char *system, const c
     builder b = {.c = c, .tokens = tokens, .cap = cap, .err = err};
     c->text_n = 0;
     int with_system = first && system;
-    if (first) put_start(&b);
-    if (first) put_default_system(&b, msgs + !with_system);
-    for (int i = 0; i < 1 + with_system; i++) put_msg(&b, msgs + !with_system, i);
+    int i = 0;
+    if (first) {
+        put_start(&b);
+        i = put_template_system(&b, msgs + !with_system);
+    }
+    for (; i < 1 + with_system; i++) put_msg(&b, msgs + !with_system, i);
     put_header(&b, ML_CHAT_ASSISTANT);
     return finish(&b, n_tokens);
 }

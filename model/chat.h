@@ -53,6 +53,7 @@ typedef struct {
     char *text;               /* (text_cap) the run of text being built */
     size_t text_cap, text_n;
     char *default_system;     /* the system message a conversation without one gets; NULL: none */
+    char *system_prefix;      /* the text that opens every system message (Llama 3.1+); NULL: none */
 } ml_chat;
 
 /* "chatml, llama3, zephyr, llama2": the names, for messages. */
@@ -75,14 +76,19 @@ ml_status ml_chat_kind_choose(const char *name, const char *tmpl, size_t len, ml
 ml_status ml_chat_init(ml_chat *c, ml_chat_kind kind, const ml_tok *tok, int bos, int eos, int eot,
                        int add_bos, size_t text_cap, ml_err *err);
 void ml_chat_free(ml_chat *c);
-/* The default system message of the model's own template tmpl (len bytes,
- * its Jinja text), when it is of c's kind and writes one out: a ChatML
- * template's literal "<|im_start|>system\n...<|im_end|>" (Qwen2.5's "You
- * are Qwen, created by Alibaba Cloud. ...", SmolLM2's "You are a helpful AI
- * assistant named SmolLM, ..."), which Hugging Face's rendering puts before
- * a conversation that does not start with a system message; so do
- * ml_chat_render and ml_chat_render_turn. None found: nothing changes.
- * Allocates its copy (ML_E_NOMEM). */
+/* What the model's own template tmpl (len bytes, its Jinja text) writes
+ * out besides the messages, when it is of c's kind, as Hugging Face renders
+ * it (ml_chat_render and ml_chat_render_turn do the same):
+ *  - ChatML: a literal "<|im_start|>system\n...<|im_end|>" is the default
+ *    system message of a conversation that does not start with one
+ *    (Qwen2.5's "You are Qwen, created by Alibaba Cloud. ...", SmolLM2's
+ *    "You are a helpful AI assistant named SmolLM, ...");
+ *  - Llama 3.1 and later: every conversation opens with a system message
+ *    "Cutting Knowledge Date: December 2023\nToday Date: D\n\n", then the
+ *    conversation's own system message, trimmed. D is the template's own
+ *    fallback date ("26 Jul 2024"), not today's: a prompt gives the same
+ *    ids every day.
+ * None found: nothing changes. Allocates its copies (ML_E_NOMEM). */
 ml_status ml_chat_use_template_defaults(ml_chat *c, const char *tmpl, size_t len, ml_err *err);
 
 /* The id of the token whose text is exactly text (control tokens too); -1

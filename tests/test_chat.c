@@ -283,6 +283,49 @@ static void test_template_defaults(void) {
     CHECK(!ml_chat_init(&c, ML_CHAT_LLAMA3, &t, -1, -1, -1, -1, 4096, &err), "llama3 init: %s", err.msg);
     CHECK(!ml_chat_use_template_defaults(&c, qwen, strlen(qwen), &err) && !c.default_system,
           "a chatml template's default does not go to a llama3 chat");
+    /* Llama 3.1's structure: the knowledge date and the fallback date_string
+     * literal; every conversation opens with them in a system message, the
+     * conversation's own system message (trimmed) after them. Llama 3.0 has
+     * none of it. */
+    static const char l31[] =
+        "{{- bos_token }}{%- if not date_string is defined %}{%- set date_string = \"26 Jul 2024\" %}{%- endif %}"
+        "{%- if messages[0]['role'] == 'system' %}{%- set system_message = messages[0]['content']|trim %}"
+        "{%- set messages = messages[1:] %}{%- else %}{%- set system_message = \"\" %}{%- endif %}"
+        "{{- \"<|start_header_id|>system<|end_header_id|>\\n\\n\" }}{{- \"Cutting Knowledge Date: December 2023\\n\" }}"
+        "{{- \"Today Date: \" + date_string + \"\\n\\n\" }}{{- system_message }}{{- \"<|eot_id|>\" }}"
+        "{%- for message in messages %}{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ "
+        "message['content'] | trim + '<|eot_id|>' }}{%- endfor %}";
+    CHECK(!ml_chat_use_template_defaults(&c, l31, strlen(l31), &err) && c.system_prefix &&
+              !strcmp(c.system_prefix, "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n"),
+          "llama 3.1: the system prefix '%s'", c.system_prefix ? c.system_prefix : "(none)");
+    {
+        size_t n = 0;
+        seq q = {.n = 0};
+        add_id(&q, T_BOT), add_id(&q, T_SH), add_text(&q, "system"), add_id(&q, T_EH);
+        add_text(&q, "\n\nCutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\nBe brief.");
+        add_id(&q, T_EOT);
+        add_id(&q, T_SH), add_text(&q, "user"), add_id(&q, T_EH), add_text(&q, "\n\nhi"), add_id(&q, T_EOT);
+        add_id(&q, T_SH), add_text(&q, "assistant"), add_id(&q, T_EH), add_text(&q, "\n\n");
+        ml_chat_msg sys[] = {{ML_CHAT_SYSTEM, " Be brief.\n"}, {ML_CHAT_USER, "hi"}};
+        CHECK(!render(&c, sys, 2, 1, &n) && same(tokens, n, &q), "llama 3.1: the prefix, then the conversation's "
+              "system message trimmed, in one system turn (%zu ids, expected %d)", n, q.n);
+        ml_chat_msg user[] = {{ML_CHAT_USER, "hi"}};
+        ml_chat_msg empty_sys[] = {{ML_CHAT_SYSTEM, ""}, {ML_CHAT_USER, "hi"}};
+        CHECK(same_render(&c, user, 1, empty_sys, 2), "llama 3.1: without a system message, the prefix alone");
+        int reply[] = {'o', 'k'};
+        CHECK(incremental_equals_whole(&c, reply, 2, "ok"), "llama 3.1: turn by turn == whole");
+        static int turn[1 << 14];
+        size_t k = 0;
+        CHECK(!ml_chat_render_turn(&c, 1, NULL, "hi", turn, CAP, &k, &err) && !render(&c, user, 1, 1, &n) &&
+                  k == n && !memcmp(turn, tokens, n * sizeof *turn),
+              "llama 3.1: a terminal chat's first turn without -sys gets the prefix");
+    }
+    ml_chat_free(&c);
+    CHECK(!ml_chat_init(&c, ML_CHAT_LLAMA3, &t, -1, -1, -1, -1, 4096, &err), "llama3 init: %s", err.msg);
+    static const char l30[] = "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ "
+                              "message['content'] | trim + '<|eot_id|>' }}";
+    CHECK(!ml_chat_use_template_defaults(&c, l30, strlen(l30), &err) && !c.system_prefix && !c.default_system,
+          "llama 3.0: nothing besides the messages");
     /* Llama 3 trims each message (its template's "| trim"). */
     ml_chat_msg spaced[] = {{ML_CHAT_SYSTEM, " \tS\n"}, {ML_CHAT_USER, "\n  hi there \r\n"}};
     ml_chat_msg bare[] = {{ML_CHAT_SYSTEM, "S"}, {ML_CHAT_USER, "hi there"}};
@@ -294,7 +337,7 @@ static void test_template_defaults(void) {
     CHECK(!same_render(&c, spaced, 2, bare, 2), "chatml keeps white space (its template has no trim)");
     ml_chat_free(&c);
     ml_tok_free(&t);
-    GROUP_DONE("what a model's own template adds: default system message, trim", f0);
+    GROUP_DONE("what a model's own template adds: default system message, Llama 3.1's system prefix, trim", f0);
 }
 
 /* ---- stories260K's SentencePiece vocabulary ---------------------------------- */

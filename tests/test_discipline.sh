@@ -45,6 +45,8 @@ model/gguf_mlb.c:read_tokenizer
 model/gguf_mlb.c:read_bpe
 model/gguf_mlb.c:write_body
 model/chat.c:ml_chat_init
+model/chat.c:ml_chat_use_template_defaults
+model/chat.c:jinja_unescape
 api/api.c:ml_api_open
 api/chat.c:lml_chat_open
 api/sampler.c:lml_sampler_open
