@@ -1,14 +1,14 @@
 # legacy-ml — `make help` lists the targets.
 #   make ISA=<isa> [THREADS=pthread|1] [ASM=0|1] [CROSS=<prefix>] [DEBUG=0|1] [ML_NO_MMAP=1] [SAN=1] [STATIC=1] [M32=1] [V=1]
 
-# `make run` without ISA (or with ISA=auto) picks the best build this CPU
+# `make run` (and lib, install, bench) without ISA (or with ISA=auto) picks the best build this CPU
 # runs; everything else defaults to scalar, which is also auto's probe.
 # `make` alone (goal best) does the same for every program, and links
 # build/best to that build's folder.
 RUN_ISA  := $(or $(ISA),auto)
 ifeq ($(ISA),auto)
-ifneq ($(filter-out run best bench,$(MAKECMDGOALS)),)
-$(error ISA=auto is for `make`, `make run` and `make bench` only; other targets need one (make help))
+ifneq ($(filter-out run best bench lib install,$(MAKECMDGOALS)),)
+$(error ISA=auto is for `make`, `make run`, `make bench`, `make lib` and `make install` only; other targets need one (make help))
 endif
 override ISA := scalar
 endif
@@ -127,15 +127,15 @@ TESTS      := $(patsubst tests/%.c,$(BUILD)/%,$(TEST_SRC))
 
 # `make` without ISA: the best build for this CPU (best); with ISA=x: all of build x.
 .DEFAULT_GOAL := $(if $(filter auto,$(RUN_ISA)),best,all)
-.PHONY: best lib lib-files install print-isas all progs help test check check-builds test-all run clean print-build print-gen print-progs bench bench-all bench-vs-llamacpp fuzz fuzz-bins dist
+.PHONY: best lib lib-files install install-files print-isas all progs help test check check-builds test-all run clean print-build print-gen print-progs bench bench-all bench-vs-llamacpp fuzz fuzz-bins dist
 all: $(PROGS) $(TESTS)
 progs: $(PROGS)
 
 help:
 	@echo "legacy-ml targets:"
-	@echo "  make                   ml_run, ml_bench, ml_perplexity, ml_tokenize of the best build for this CPU,"
+	@echo "  make                   ml_run, ml_bench, ml_perplexity, ml_tokenize, ml_server of the best build for this CPU,"
 	@echo "                         and the link build/best to it (make run makes it too)"
-	@echo "  make ISA=...           build ml_run, ml_bench, ml_perplexity, ml_tokenize and the tests into build/<isa>/"
+	@echo "  make ISA=...           build ml_run, ml_bench, ml_perplexity, ml_tokenize, ml_server and the tests into build/<isa>/"
 	@echo "  make run               generate a story with models/stories260K on the best"
 	@echo "                         build for this CPU (ISA=auto; ISA=x forces a build)"
 	@echo "  make test              every ISA this machine can build and run (or emulate),"
@@ -146,10 +146,10 @@ help:
 	@echo "  make bench-all         every runnable x86 build side by side (BENCH_ARGS=...)"
 	@echo "  make bench-vs-llamacpp our best build beside llama.cpp's llama-bench (VS_ARGS=--help)"
 	@echo "  make fuzz              libFuzzer targets (clang, ASan+UBSan) into build/fuzz/; see fuzz/README.md"
-	@echo "  make dist              static ml_run, ml_bench, ml_perplexity of every ISA and arch this"
+	@echo "  make dist              static ml_run, ml_bench, ml_perplexity, ml_tokenize, ml_server of every ISA and arch this"
 	@echo "                         machine builds (x86_64, i686, armv7, aarch64), the launcher dist/ml"
 	@echo "                         and SHA256SUMS, into dist/ (docs/DIST.md)"
-	@echo "  make lib               libml.a and libml.so (include/legacy_ml.h) into build/<isa>/lib/"
+	@echo "  make lib               libml.a and libml.so (include/legacy_ml.h) into build/<isa>/lib/ (without ISA=: the best build)"
 	@echo "  make install PREFIX=D  the header, both libraries and legacy-ml.pc into D (default /usr/local)"
 	@echo "  make clean             remove build/ (not dist/, nor CMake's build-*/ folders)"
 	@echo "options: ISA=$(ISAS) (config/isas.txt; auto: make, make run, make bench)"
@@ -221,8 +221,17 @@ ML_SOVER   := $(shell echo $(ML_VERSION) | awk -F. '{ print ($$1 == 0 ? $$1 "." 
 LIB_BUILD  := $(if $(filter 1,$(LIB_PIC)),$(BUILD),$(BUILD)/lib)
 LIB_FILES  := $(LIB_BUILD)/libml.a $(LIB_BUILD)/libml.so
 PREFIX     ?= /usr/local
-lib:
+# Without ISA: the best build for this CPU, as `make` picks it.
+lib install:
+ifeq ($(RUN_ISA),auto)
+	@$(MAKE) --no-print-directory -s ISA=scalar build/scalar/ml_run
+	@isa=$$(bash tools/pick_isa.sh build/scalar/ml_run) && \
+	  echo "make $@: the $$isa build (the best for this CPU; ISA=x make $@: another)" >&2 && \
+	  $(MAKE) --no-print-directory ISA=$$isa $@
+else
 	@$(MAKE) --no-print-directory BUILD=$(LIB_BUILD) LIB_PIC=1 lib-files
+	@$(if $(filter install,$@),$(MAKE) --no-print-directory install-files)
+endif
 lib-files: $(LIB_FILES)
 $(BUILD)/libml.a: $(call obj,$(LIB_GUARD_SRC)) $(LIB_OBJ)
 	$(Q)$(call show,AR,$@)rm -f $@ && $(CROSS)ar rcs $@ $^
@@ -230,7 +239,7 @@ $(BUILD)/libml.so: $(call obj,$(LIB_GUARD_SRC)) $(LIB_OBJ)
 	$(Q)$(call show,LD,$@)$(CC) $(LDFLAGS) -shared -Wl,-soname,libml.so.$(ML_SOVER) -Wl,-Bsymbolic $^ -o $@.$(ML_VERSION) $(LDLIBS) && \
 	  ln -sf libml.so.$(ML_VERSION) $@.$(ML_SOVER) && ln -sf libml.so.$(ML_VERSION) $@
 # The pkg-config file from cmake/legacy-ml.pc.in (CMake fills the same template).
-install: lib
+install-files:
 	@set -e; d="$(DESTDIR)$(PREFIX)"; install -d "$$d/include" "$$d/lib/pkgconfig"; \
 	install -m 644 include/legacy_ml.h "$$d/include/"; \
 	install -m 644 $(LIB_BUILD)/libml.a "$$d/lib/"; \

@@ -100,8 +100,11 @@ static int parse_args(int argc, char **argv, srv_opts *o) {
             return ML_EXIT_USAGE;
         }
         if (!v || (opt[k].n && !ml_cli_int(v, opt[k].lo, opt[k].hi, opt[k].n))) {
-            fprintf(stderr, "ml_server: %s needs %s\n", a,
-                    opt[k].n ? "an integer in range (ml_server -h)" : "a value");
+            if (opt[k].n)
+                fprintf(stderr, "ml_server: %s needs an integer in %ld..%ld%s%s%s\n", a, opt[k].lo, opt[k].hi,
+                        v ? ", got '" : "", v ? v : "", v ? "'" : "");
+            else
+                fprintf(stderr, "ml_server: %s needs a value\n", a);
             return ML_EXIT_USAGE;
         }
         if (opt[k].s) *opt[k].s = v;

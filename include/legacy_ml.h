@@ -161,8 +161,10 @@ LML_API void lml_model_get_info(const lml_model *m, lml_model_info *info);
 LML_API size_t lml_tokenize_capacity(const char *text);
 /* Encode UTF-8 text (BOS first if add_bos and the vocabulary has one;
  * lml_model_info.add_bos is the tokenizer's own rule) into tokens[0..*n_tokens).
- * capacity below lml_tokenize_capacity(text) is LML_E_ARG (the buffer is
- * also the encoder's workspace). Invalid UTF-8 is encoded byte by byte. */
+ * capacity below what the model's tokenizer may need for text is LML_E_ARG
+ * (the buffer is also the encoder's workspace): lml_tokenize_capacity(text)
+ * is always enough (SentencePiece needs strlen(text) + 3, byte-level BPE
+ * more). Invalid UTF-8 is encoded byte by byte. */
 LML_API lml_status lml_tokenize(const lml_model *m, const char *text, int add_bos, int *tokens,
                                 size_t capacity, int *n_tokens, lml_error *err);
 /* The bytes of token when it follows prev (streaming-safe: a piece depends

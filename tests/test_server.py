@@ -488,6 +488,9 @@ def main():
     test_key_and_queue()
     test_slow_clients()
     test_gguf()
+    r = subprocess.run([exe, "-m", MODEL[0], "--max-head", "200"], capture_output=True, text=True, timeout=30)
+    report(r.returncode == 2 and "512..1048576, got '200'" in r.stderr,
+           f"options: a value out of range is refused, the range and the value said: {r.stderr.strip()[:120]}")
 
 
 if __name__ == "__main__":

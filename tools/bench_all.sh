@@ -36,7 +36,7 @@ echo "ml_bench $BENCH_ARGS, median over $ROUNDS interleaved rounds (tok/s for mo
     while read -r kind key; do
         printf '%-34s' "$kind $key"
         for isa in "${runnable[@]}"; do
-            v=$(awk -v k="$key" '$1=="#row" && $4==k {print $5}' "$out/$isa.log" | sort -g |
+            v=$(awk -v t="$kind" -v k="$key" '$1=="#row" && $2==t && $4==k {print $5}' "$out/$isa.log" | sort -g |
                 awk '{a[NR]=$1} END {if (NR) print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}')
             printf '%12s' "${v:--}"
         done

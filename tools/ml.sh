@@ -25,7 +25,8 @@ case ${1:-} in
 -h | --help)
     cat <<'EOF_HELP'
 usage: ml [-v] [run | bench | perplexity] [ARGS...]
-       ml --which [run | bench | perplexity]
+       ml [-v] tokenize | server [ARGS...]   (ml_tokenize, ml_server)
+       ml --which [run | bench | perplexity | tokenize | server]
 Runs the fastest build in this folder that this CPU can run: ml_run (run, the
 default), ml_bench (bench) or ml_perplexity (perplexity), with ARGS.
   -v        say on stderr which build was picked, and why
@@ -45,6 +46,8 @@ case ${1:-} in
 run) shift ;;
 bench) prog=ml_bench; shift ;;
 perplexity) prog=ml_perplexity; shift ;;
+tokenize) prog=ml_tokenize; shift ;;
+server) prog=ml_server; shift ;;
 esac
 
 case $(uname -m) in
