@@ -375,12 +375,24 @@ typedef struct {
     const char *prompt;
     int n_msgs;
     long max_tokens;
-    double temperature, top_p;
+    double temperature, top_p, min_p, repeat_penalty;
+    long top_k, repeat_last_n;
     unsigned long long seed;
     int has_seed;
     const char *stops[ML_SRV_MAX_STOPS];
     int n_stops;
 } gen_req;
+
+/* A number field in [lo, hi] (an integer if integer) into *out, unless
+ * absent or null; 0 or why not. */
+static int num_field(const ml_json *j, int root, const char *key, double lo, double hi, int integer, double *out) {
+    int v = ml_json_get(j, root, key);
+    if (v < 0 || j->nodes[v].type == ML_JSON_NULL) return 0;
+    double d = j->nodes[v].num;
+    if (j->nodes[v].type != ML_JSON_NUMBER || !(d >= lo && d <= hi) || (integer && d != (double)(long)d)) return -1;
+    *out = d;
+    return 0;
+}
 
 /* Reads the fields; returns NULL or the reason for a 400. */
 static const char *read_params(server *sv, int root, gen_req *g) {
@@ -436,6 +448,30 @@ static const char *read_params(server *sv, int root, gen_req *g) {
         g->seed = (unsigned long long)(long long)d;
         g->has_seed = 1;
     }
+    /* llama.cpp's server's sampling fields, as ml_run's options; OpenAI's
+     * additive penalties and log probabilities are not ours: refused, not
+     * ignored, unless they ask for nothing. */
+    double d;
+    g->repeat_penalty = 1.0, g->repeat_last_n = 64;
+    d = 0;
+    if (num_field(j, root, "top_k", 0, 1 << 30, 1, &d)) return "'top_k' must be an integer >= 0 (0 = off)";
+    g->top_k = (long)d;
+    if (num_field(j, root, "min_p", 0, 1, 0, &g->min_p)) return "'min_p' must be in [0, 1] (0 = off)";
+    if (num_field(j, root, "repeat_penalty", 0, 1e6, 0, &g->repeat_penalty) || !((float)g->repeat_penalty > 0.0f))
+        return "'repeat_penalty' must be > 0 (1 = off)";
+    d = 64;
+    if (num_field(j, root, "repeat_last_n", -1, 1 << 30, 1, &d))
+        return "'repeat_last_n' must be an integer >= -1 (0 = off, -1 = the context)";
+    g->repeat_last_n = (long)d;
+    static const char *const zero_only[] = {"presence_penalty", "frequency_penalty", "top_logprobs"};
+    for (size_t i = 0; i < sizeof zero_only / sizeof *zero_only; i++) {
+        d = 0;
+        if (num_field(j, root, zero_only[i], -1e300, 1e300, 0, &d) || d != 0)
+            return i < 2 ? "'presence_penalty' and 'frequency_penalty' are not supported (0 only; 'repeat_penalty' is)"
+                         : "log probabilities are not supported ('top_logprobs': 0 only)";
+    }
+    if ((v = ml_json_get(j, root, "logprobs")) >= 0 && N[v].type != ML_JSON_NULL && N[v].type != ML_JSON_FALSE)
+        return "log probabilities are not supported ('logprobs': false only)";
     if ((v = ml_json_get(j, root, "n")) >= 0 && N[v].type != ML_JSON_NULL && (N[v].type != ML_JSON_NUMBER || N[v].num != 1))
         return "only 'n': 1 is supported";
     if ((v = ml_json_get(j, root, "stream")) >= 0 && N[v].type != ML_JSON_NULL) {
@@ -639,7 +675,9 @@ static void serve_generate(server *sv, conn *c, int root, int chat) {
     memset(&x.utf8, 0, sizeof x.utf8);
     ml_stop_text_init(&x.stop, g.stops, g.n_stops, emit_text, &x);
     cb.ud = &x;
-    lml_sampler_options so = {.temperature = (float)g.temperature, .top_p = (float)g.top_p, .repeat_penalty = 1.0f,
+    lml_sampler_options so = {.temperature = (float)g.temperature, .top_p = (float)g.top_p, .top_k = (int)g.top_k,
+                              .min_p = (float)g.min_p, .repeat_penalty = (float)g.repeat_penalty,
+                              .repeat_last_n = (int)g.repeat_last_n,
                               .seed = g.has_seed ? g.seed : (unsigned long long)time(NULL) + sv->n_requests};
     if (g.stream) {
         /* HTTP/1.1: chunked, the connection kept unless the client closes

@@ -165,6 +165,17 @@ MALFORMED = [
     ("a bad request line", b"HELLO\r\n\r\n", 400),
     ("HTTP/2", b"GET /health HTTP/2.0\r\n\r\n", 505),
     ("a prompt beyond the context", post("/v1/completions", {"prompt": "the " * 2000}), 400),
+    ("top_k negative", post("/v1/completions", {"prompt": "a", "top_k": -1}), 400),
+    ("top_k not an integer", post("/v1/completions", {"prompt": "a", "top_k": 2.5}), 400),
+    ("min_p over 1", post("/v1/completions", {"prompt": "a", "min_p": 1.5}), 400),
+    ("repeat_penalty 0", post("/v1/completions", {"prompt": "a", "repeat_penalty": 0}), 400),
+    ("repeat_last_n -2", post("/v1/completions", {"prompt": "a", "repeat_last_n": -2}), 400),
+    ("a presence penalty (OpenAI's additive one is not ours)",
+     post("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}], "presence_penalty": 0.5}), 400),
+    ("a frequency penalty", post("/v1/completions", {"prompt": "a", "frequency_penalty": -1}), 400),
+    ("log probabilities", post("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}],
+                                                        "logprobs": True}), 400),
+    ("top log probabilities", post("/v1/completions", {"prompt": "a", "top_logprobs": 3}), 400),
 ]
 
 
@@ -183,10 +194,34 @@ def test_malformed(port):
     report(raw(port, b"GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")[0] == 200, "malformed: still serving after them")
 
 
+def completion(port, **kw):
+    status, body = raw(port, post("/v1/completions", dict(prompt=PROMPT, **kw)))
+    return json.loads(body)["choices"][0]["text"] if status == 200 else f"HTTP {status}: {body[:200]!r}"
+
+
 def test_edges(port):
     # Tiny temperature and top_p: the greedy limit, not NaN's garbage or top-p off.
     greedy = json.loads(raw(port, post("/v1/completions", {"prompt": PROMPT, "max_tokens": 12,
                                                                "temperature": 0}))[1])["choices"][0]["text"]
+    # llama.cpp's sampling fields are ml_run's options: top_k 1 and min_p 1 keep the top token alone (greedy
+    # at any temperature and seed); a repeat penalty gives ml_run's text with --repeat-penalty; the
+    # OpenAI fields that ask for nothing are accepted.
+    for kw in ({"top_k": 1}, {"min_p": 1.0}):
+        got = [completion(port, max_tokens=12, temperature=1.5, seed=k, **kw) for k in range(3)]
+        report(got == [greedy] * 3, f"sampling: {kw} at temperature 1.5 gives the greedy text, every seed ({got!r})")
+    n_prompt = json.loads(raw(port, post("/v1/completions", {"prompt": PROMPT, "max_tokens": 1}))[1])["usage"][
+        "prompt_tokens"]
+    for pen, last in ((1.5, None), (1.5, 8), (0.7, -1)):
+        kw = {"repeat_penalty": pen, **({"repeat_last_n": last} if last is not None else {})}
+        got = completion(port, max_tokens=60, temperature=0, **kw)
+        want = subprocess.run([os.path.join(BUILD, "ml_run"), "-m", MODEL[0], "-z", MODEL[1], "-i", PROMPT, "--temp",
+                               "0", "-n", str(n_prompt + 60 - 1), "--repeat-penalty", str(pen), "--repeat-last-n",
+                               str(64 if last is None else last)], capture_output=True).stdout
+        report((PROMPT + got + "\n").encode() == want and got != completion(port, max_tokens=60, temperature=0),
+               f"sampling: {kw} gives ml_run's text with --repeat-penalty (the window 64 by default), not the plain one")
+    got = completion(port, max_tokens=12, temperature=0, presence_penalty=0, frequency_penalty=0, logprobs=False,
+                     top_logprobs=0, top_k=0, min_p=0, repeat_penalty=1)
+    report(got == greedy, f"sampling: the fields at their 'off' values change nothing ({got!r})")
     for kw in ({"temperature": 1e-40}, {"temperature": 2, "top_p": 1e-300}):
         got = [json.loads(raw(port, post("/v1/completions", dict(prompt=PROMPT, max_tokens=12, seed=k, **kw)))[1])
                ["choices"][0]["text"] for k in range(3)]
