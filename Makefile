@@ -74,6 +74,7 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fr
 OPT      += $(if $(filter 1,$(SAN)),-g $(SAN_FLAGS))
 CFLAGS   ?=
 CFLAGS   += $(TARGET) $(M32_FLAGS) $(if $(M32_ASM),-isystem $(dir $(M32_ASM))) -std=c11 $(OPT) -Wall -Wextra -ffp-contract=off -D_POSIX_C_SOURCE=200809L \
+            -D_FILE_OFFSET_BITS=64 \
             -fvisibility=hidden $(if $(filter 1,$(LIB_PIC)),-fPIC) \
             -I. -I$(dir $(OBJ_BUILD))gen-$(ARCH) -I$(OBJ_BUILD)/gen -DML_ISA=$(ISA) -DML_THREADS_$(THREADS) \
             $(if $(ML_NO_MMAP),-DML_NO_MMAP) $(EXTRA_CFLAGS)

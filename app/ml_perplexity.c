@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -118,14 +119,20 @@ static int parse_args(int argc, char **argv, options *o) {
 static int read_text(const char *path, char **out) {
     *out = NULL;
     FILE *f = ml_fopen(path, "rb");
-    struct stat st;
-    if (!f || fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
+    ml_stat_t st;
+    if (!f || ml_fstat(fileno(f), &st) || !st.is_reg) {
         fprintf(stderr, "ml_perplexity: cannot read the text '%s': %s\n", path,
                 f ? "not a regular file" : strerror(errno));
         if (f) fclose(f);
         return 0;
     }
-    size_t n = (size_t)st.st_size;
+    if (st.size >= SIZE_MAX) { /* a 32-bit build: n would wrap, and read a part */
+        fprintf(stderr, "ml_perplexity: the text '%s' is %llu bytes, more than this build can hold\n", path,
+                (unsigned long long)st.size);
+        fclose(f);
+        return 0;
+    }
+    size_t n = (size_t)st.size;
     char *buf = malloc(n + 1);
     size_t got = buf ? fread(buf, 1, n, f) : 0;
     fclose(f);
@@ -230,11 +237,11 @@ static int fail_api(const char *what, lml_status s, const lml_error *err) {
 static int open_kl(scorer *s, const options *o, void *iobuf, const ml_kl_header *h) {
     ml_err err = {{0}};
     ml_status st;
-    struct stat sb;
-    int exists = stat(o->kl_path, &sb) == 0;
+    ml_stat_t sb; /* a UTF-8 name, a file over 2 GiB: seen, never taken for a new one */
+    int exists = ml_stat(o->kl_path, &sb) == 0;
     s->mode = o->kl_save || !exists ? KL_SAVE : KL_COMPARE;
     s->kl_name = o->kl_path;
-    if (s->mode == KL_COMPARE && !S_ISREG(sb.st_mode)) {
+    if (s->mode == KL_COMPARE && !sb.is_reg) {
         fprintf(stderr, "ml_perplexity: --kl-base '%s' is not a regular file (--kl-save writes to a device or pipe)\n",
                 o->kl_path);
         return 0;

@@ -4,6 +4,7 @@
  * model gives the vocab size it must match. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -75,6 +76,7 @@ static int parse_args(int argc, char **argv, options *o) {
 /* The whole of path (- = stdin), NUL-terminated, into *out. Prints why not. */
 static int read_text(const char *path, char **out) {
     FILE *f = strcmp(path, "-") ? ml_fopen(path, "rb") : stdin;
+    if (f == stdin) ml_stdin_binary();
     struct stat st;
     if (!f || (f != stdin && (fstat(fileno(f), &st) || S_ISDIR(st.st_mode)))) {
         fprintf(stderr, "ml_tokenize: cannot read the text '%s': %s\n", path, f ? "a directory" : strerror(errno));
@@ -86,7 +88,7 @@ static int read_text(const char *path, char **out) {
     while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
         n += got;
         if (n == cap) {
-            char *b = realloc(buf, 2 * cap + 1);
+            char *b = cap > SIZE_MAX / 2 - 1 ? NULL : realloc(buf, 2 * cap + 1); /* 32-bit: 2 * cap wraps */
             if (!b) free(buf);
             buf = b;
             cap *= 2;

@@ -4,6 +4,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/path.h"
+
 ml_ppl_layout ml_ppl_layout_of(int n_tokens, int ctx) {
     ml_ppl_layout l = {.ctx = ctx, .n_chunks = ctx > 0 ? n_tokens / ctx : 0, .first = ctx / 2};
     l.n_scored = ctx - 1 - l.first;
@@ -99,11 +101,11 @@ ml_status ml_kl_read_header(FILE *f, const ml_kl_header *want, const char *path,
                        "%s: made from another text (%u chunks, token hash %016llx; this text: %u chunks, %016llx)",
                        path, h.n_chunks, (unsigned long long)h.tokens_hash, want->n_chunks,
                        (unsigned long long)want->tokens_hash);
-    struct stat st;
+    ml_stat_t st;
     uint64_t size = ML_KL_HEADER_BYTES + (uint64_t)h.n_chunks * h.n_scored * h.vocab * sizeof(float);
-    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size != size)
+    if (ml_fstat(fileno(f), &st) == 0 && st.is_reg && st.size != size)
         return ml_errf(err, ML_E_FORMAT, "%s: %llu bytes, expected %llu (%u chunks x %u positions x %u logits)",
-                       path, (unsigned long long)st.st_size, (unsigned long long)size, h.n_chunks, h.n_scored,
+                       path, (unsigned long long)st.size, (unsigned long long)size, h.n_chunks, h.n_scored,
                        h.vocab);
     return ML_OK;
 }

@@ -49,7 +49,10 @@ static char *read_all(FILE *f, const char *path, char *msg, size_t msg_size) {
 }
 
 char *ml_run_read_prompt(const char *path, char *msg, size_t msg_size) {
-    if (!strcmp(path, "-")) return read_all(stdin, "(stdin)", msg, msg_size);
+    if (!strcmp(path, "-")) {
+        ml_stdin_binary();
+        return read_all(stdin, "(stdin)", msg, msg_size);
+    }
     FILE *f = ml_fopen(path, "rb");
     if (!f) {
         snprintf(msg, msg_size, "cannot read the prompt file '%s': %s", path, strerror(errno));

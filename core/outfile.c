@@ -71,6 +71,27 @@ ml_status ml_outfile_check(const char *what, const char *path, const ml_named_pa
 typedef enum { KIND_NEW, KIND_REGULAR, KIND_THROUGH, KIND_REFUSED } out_kind;
 
 static out_kind kind_of(const char *path, const char **why) {
+#if defined(_WIN32)
+    /* The wide-char API (a UTF-8 path: the narrow stat() would not find
+     * "dossier é" and replace the folder at the end of the run), and the
+     * handle's type for devices (NUL, which stat() does not know). */
+    wchar_t w[ML_WPATH_MAX];
+    if (!ml_path_wide(path, w, ML_WPATH_MAX)) return KIND_NEW; /* create_new says why not */
+    DWORD attr = GetFileAttributesW(w);
+    if (attr != INVALID_FILE_ATTRIBUTES && (attr & FILE_ATTRIBUTE_DIRECTORY)) {
+        *why = "a directory";
+        return KIND_REFUSED;
+    }
+    HANDLE h = CreateFileW(w, 0, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL, OPEN_EXISTING,
+                           FILE_FLAG_BACKUP_SEMANTICS, NULL);
+    if (h == INVALID_HANDLE_VALUE) return attr == INVALID_FILE_ATTRIBUTES ? KIND_NEW : KIND_REGULAR;
+    DWORD type = GetFileType(h);
+    CloseHandle(h);
+    if (type == FILE_TYPE_DISK) return KIND_REGULAR;
+    if (type == FILE_TYPE_CHAR || type == FILE_TYPE_PIPE) return KIND_THROUGH;
+    *why = "not a regular file, device or pipe";
+    return KIND_REFUSED;
+#else
     struct stat st;
     if (stat(path, &st) != 0) return KIND_NEW;
     if (S_ISREG(st.st_mode)) return KIND_REGULAR;
@@ -86,6 +107,7 @@ static out_kind kind_of(const char *path, const char **why) {
 #endif
     else *why = "not a regular file, device or pipe";
     return KIND_REFUSED;
+#endif
 }
 
 /* Into out (ML_OUTFILE_PATH_MAX): the file a link points to (renamed
@@ -186,7 +208,7 @@ void ml_outfile_remove_temporaries(void) {
     for (int i = 0; i < LIVE_MAX; i++)
         if (atomic_load(&live_state[i]) == SLOT_LIVE) {
 #if defined(_WIN32)
-            remove(live_path[i]);
+            ml_remove(live_path[i]); /* the console's handler thread: a UTF-8 name, as created */
 #else
             unlink(live_path[i]); /* async-signal-safe */
 #endif

@@ -20,11 +20,13 @@
 #ifdef _WIN32
 #include <direct.h>
 #include <io.h>
+#include <windows.h>
 #else
 #include <unistd.h>
 #endif
 
 #include "core/outfile.h"
+#include "core/path.h"
 #include "core/quant.h"
 #include "model/gguf.h"
 #include "model/mlb.h"
@@ -1067,7 +1069,7 @@ ml_status ml_gguf_convert(const char *gguf_path, const char *mlb_path, ml_err *e
 /* ======================================================== the cache */
 
 int ml_gguf_is_file(const char *path) {
-    FILE *f = fopen(path, "rb");
+    FILE *f = ml_fopen(path, "rb"); /* a UTF-8 path on Windows too */
     if (!f) return 0;
     unsigned char head[4];
     int ok = fread(head, 1, 4, f) == 4 && ml_gguf_sniff(head, 4);
@@ -1075,26 +1077,45 @@ int ml_gguf_is_file(const char *path) {
     return ok;
 }
 
-static int make_dir(const char *p) {
+/* Paths are UTF-8 (core/path.h): on Windows through the wide-char API, as
+ * are the environment's folders (LOCALAPPDATA of a user named Zoë). */
 #ifdef _WIN32
-    return _mkdir(p);
-#else
-    return mkdir(p, 0777);
-#endif
+static int make_dir(const char *p) {
+    wchar_t w[ML_WPATH_MAX];
+    if (!ml_path_wide(p, w, ML_WPATH_MAX)) return errno = ENOENT, -1;
+    return _wmkdir(w);
 }
 
 static int dir_writable(const char *p) {
-#ifdef _WIN32
-    return _access(p, 2) == 0;
-#else
-    return access(p, W_OK | X_OK) == 0;
-#endif
+    wchar_t w[ML_WPATH_MAX];
+    return ml_path_wide(p, w, ML_WPATH_MAX) && _waccess(w, 2) == 0;
 }
 
+/* The variable's value as UTF-8 in buf; NULL when unset (or too long). */
+static const char *env_u8(const char *name, char *buf, int cap) {
+    wchar_t wn[64];
+    if (!MultiByteToWideChar(CP_UTF8, 0, name, -1, wn, 64)) return NULL;
+    const wchar_t *v = _wgetenv(wn);
+    return v && WideCharToMultiByte(CP_UTF8, 0, v, -1, buf, cap, NULL, NULL) > 0 ? buf : NULL;
+}
+#else
+static int make_dir(const char *p) { return mkdir(p, 0777); }
+
+static int dir_writable(const char *p) { return access(p, W_OK | X_OK) == 0; }
+
+static const char *env_u8(const char *name, char *buf, int cap) {
+    (void)buf, (void)cap;
+    return getenv(name);
+}
+#endif
+
 ml_status ml_gguf_cache_dir(char *dir, size_t cap, ml_err *err) {
-    const char *env = getenv("ML_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    char bufs[4][ML_OUTFILE_PATH_MAX]; /* Windows: the values as UTF-8 */
+    const char *env = env_u8("ML_CACHE_DIR", bufs[0], ML_OUTFILE_PATH_MAX);
+    const char *xdg = env_u8("XDG_CACHE_HOME", bufs[1], ML_OUTFILE_PATH_MAX);
+    const char *home = env_u8("HOME", bufs[2], ML_OUTFILE_PATH_MAX);
 #ifdef _WIN32
-    if (!home) home = getenv("LOCALAPPDATA");
+    if (!home) home = env_u8("LOCALAPPDATA", bufs[3], ML_OUTFILE_PATH_MAX);
 #endif
     int n;
     if (env && *env) n = snprintf(dir, cap, "%s", env);
@@ -1106,13 +1127,17 @@ ml_status ml_gguf_cache_dir(char *dir, size_t cap, ml_err *err) {
      * not (EACCES, not the folder's ENOENT) */
     int first_e = 0;
     for (char *p = dir + 1;; p++) {
+#ifdef _WIN32
+        if (*p == '/' || *p == '\\' || *p == 0) { /* a folder of C:\Users\x\new: backslashes part it too */
+#else
         if (*p == '/' || *p == 0) {
+#endif
             char keep = *p;
             *p = 0;
             int rc = make_dir(dir);
             int e = errno;
-            struct stat st;
-            int missing = rc != 0 && e != EEXIST && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode));
+            ml_stat_t st;
+            int missing = rc != 0 && e != EEXIST && (ml_stat(dir, &st) != 0 || !st.is_dir);
             *p = keep;
             if (missing && !first_e) first_e = e;
             if (missing && keep == 0)
@@ -1121,8 +1146,8 @@ ml_status ml_gguf_cache_dir(char *dir, size_t cap, ml_err *err) {
             if (!keep) break;
         }
     }
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    ml_stat_t st;
+    if (ml_stat(dir, &st) != 0 || !st.is_dir)
         return ml_errf(err, ML_E_IO, "cache folder %s: not a folder (set ML_CACHE_DIR to another)", dir);
     if (!dir_writable(dir)) /* an existing folder of another user, a read-only file system */
         return ml_errf(err, ML_E_IO, "cache folder %s: %s (set ML_CACHE_DIR to a writable folder)", dir, strerror(errno));
@@ -1158,9 +1183,9 @@ static ml_status key_content(const char *path, uint64_t *k, ml_err *err) {
 
 /* The cached .mlb's path (ml_gguf_cached); *fresh = 1 when it exists already. */
 static ml_status cache_path(const char *gguf_path, char *mlb_path, size_t cap, int *fresh, ml_err *err) {
-    struct stat st;
+    ml_stat_t st;
     *fresh = 0;
-    if (stat(gguf_path, &st) != 0) return ml_errf(err, ML_E_IO, "%s: %s", gguf_path, strerror(errno));
+    if (ml_stat(gguf_path, &st) != 0) return ml_errf(err, ML_E_IO, "%s: %s", gguf_path, strerror(errno));
     char dir[ML_OUTFILE_PATH_MAX];
     ml_status s = ml_gguf_cache_dir(dir, sizeof dir - 128, err);
     if (s) return s;
@@ -1170,15 +1195,15 @@ static ml_status cache_path(const char *gguf_path, char *mlb_path, size_t cap, i
      * a chmod, a hard link or a remount would convert the same bytes again. */
     char abs_path[ML_OUTFILE_PATH_MAX];
 #ifdef _WIN32
-    if (!_fullpath(abs_path, gguf_path, sizeof abs_path)) snprintf(abs_path, sizeof abs_path, "%s", gguf_path);
+    wchar_t wrel[ML_WPATH_MAX], wabs[ML_WPATH_MAX];
+    if (!ml_path_wide(gguf_path, wrel, ML_WPATH_MAX) || !_wfullpath(wabs, wrel, ML_WPATH_MAX) ||
+        WideCharToMultiByte(CP_UTF8, 0, wabs, -1, abs_path, (int)sizeof abs_path, NULL, NULL) <= 0)
+        snprintf(abs_path, sizeof abs_path, "%s", gguf_path);
 #else
     if (!realpath(gguf_path, abs_path)) snprintf(abs_path, sizeof abs_path, "%s", gguf_path);
 #endif
     uint64_t k = 0xCBF29CE484222325ull;
-    long long id[4] = {(long long)st.st_size, (long long)st.st_mtime, (long long)st.st_ino, 0};
-#if defined(__linux__)
-    id[3] = (long long)st.st_mtim.tv_nsec;
-#endif
+    long long id[4] = {(long long)st.size, st.mtime, st.ino, st.mtime_ns};
     k = fnv(k, abs_path, strlen(abs_path) + 1);
     k = fnv(k, id, sizeof id);
     if ((s = key_content(gguf_path, &k, err))) return s;
@@ -1196,7 +1221,7 @@ static ml_status cache_path(const char *gguf_path, char *mlb_path, size_t cap, i
     if (n > 5 && !strcmp(stem + n - 5, ".gguf")) stem[n - 5] = 0;
     int w = snprintf(mlb_path, cap, "%s/%s-%016llx.mlb", dir, stem, (unsigned long long)k);
     if (w < 0 || (size_t)w >= cap) return ml_errf(err, ML_E_ARG, "the cached model's path is too long");
-    *fresh = stat(mlb_path, &st) == 0 && S_ISREG(st.st_mode);
+    *fresh = ml_stat(mlb_path, &st) == 0 && st.is_reg;
     return ML_OK;
 }
 

@@ -92,6 +92,66 @@ foreach(mode mmap no-mmap)
   file(REMOVE "${odd_dir}/lögits ü.f32")
 endforeach()
 
+# A GGUF at such a path, converted into a cache folder named so too (on
+# Windows: the LOCALAPPDATA of a user named Zoë), then run from the cache.
+file(COPY_FILE ${SRC}/fuzz/corpus/gguf/llama_q8_0.gguf "${odd_dir}/lláma ü.gguf")
+set(cache_dir "${odd_dir}/cache é/nested ü")
+set(cache_arg "${cache_dir}")
+if(ML_RUN MATCHES "\\.exe$")  # Windows' own separators: each missing folder made, as with slashes
+  string(REPLACE "/" "\\" cache_arg "${cache_dir}")
+endif()
+set(ENV{ML_CACHE_DIR} "${cache_arg}")
+run(gg -m "${odd_dir}/lláma ü.gguf" -n 4 --temp 0)
+unset(ENV{ML_CACHE_DIR})
+file(GLOB cached "${cache_dir}/*.mlb")
+list(LENGTH cached n_cached)
+check("a GGUF at a non-ASCII path, cached in a non-ASCII folder: exit ${gg_rc}, ${n_cached} cached model"
+      gg_rc EQUAL 0 AND n_cached EQUAL 1)
+
+# An output path that is a folder (non-ASCII: Windows must look through the
+# wide-char API) is refused before the run, not replaced after it.
+file(MAKE_DIRECTORY "${odd_dir}/dossier é")
+run(d -m ${model} -z ${tok} -i ${prompt} -n 8 --temp 0 --logits "${odd_dir}/dossier é")
+string(FIND "${d_err}" "it is a directory" at)
+check("--logits to a non-ASCII folder: exit ${d_rc}, refused as a directory" d_rc EQUAL 1 AND at GREATER -1)
+if(ML_RUN MATCHES "\\.exe$")
+  run(n -m ${model} -z ${tok} -i ${prompt} -n 8 --temp 0 --logits NUL)
+  check("--logits NUL (the null device) is written through: exit ${n_rc}" n_rc EQUAL 0)
+endif()
+
+# A prompt piped to -f - is the same bytes as -f FILE: CRLF line ends and a
+# Ctrl-Z byte (Windows' text-mode stdin would drop the CR and stop there).
+string(ASCII 26 ctrl_z)
+file(WRITE ${TMP}/crlf.txt "Once upon\r\na time\r\n${ctrl_z} there")
+run(pf -m ${model} -z ${tok} -f ${TMP}/crlf.txt -n 20 --temp 0 --ids ${TMP}/crlf_file.ids)
+execute_process(COMMAND ${emu} ${ML_RUN} -m ${model} -z ${tok} -f - -n 20 --temp 0 --ids ${TMP}/crlf_stdin.ids
+                INPUT_FILE ${TMP}/crlf.txt RESULT_VARIABLE ps_rc OUTPUT_QUIET ERROR_VARIABLE last_err)
+set(last_rc ${ps_rc})
+set(ids_file "")
+set(ids_stdin "(none)")
+if(EXISTS ${TMP}/crlf_file.ids AND EXISTS ${TMP}/crlf_stdin.ids)
+  file(READ ${TMP}/crlf_file.ids ids_file)
+  file(READ ${TMP}/crlf_stdin.ids ids_stdin)
+endif()
+check("a CRLF prompt with a Ctrl-Z byte: -f - and -f FILE give the same ids"
+      pf_rc EQUAL 0 AND ps_rc EQUAL 0 AND ids_file STREQUAL ids_stdin)
+
+# ml_perplexity beside ml_run: a KL base at a non-ASCII path is saved by the
+# first run and compared with by the second (Windows: seen through the
+# wide-char API, never taken for a missing file and replaced).
+get_filename_component(bin_dir "${ML_RUN}" DIRECTORY)
+get_filename_component(bin_ext "${ML_RUN}" EXT)
+set(ppl "${bin_dir}/ml_perplexity${bin_ext}")
+if(EXISTS "${ppl}")
+  foreach(pass save compare)
+    execute_process(COMMAND ${emu} ${ppl} -m ${model} -z ${tok} -f ${SRC}/tests/data/ppl_story.txt -c 64
+                            --kl-base "${odd_dir}/base é.kl"
+                    RESULT_VARIABLE last_rc OUTPUT_VARIABLE kl_${pass} ERROR_VARIABLE last_err)
+  endforeach()
+  string(FIND "${kl_compare}" "KL base: comparing with" at)
+  check("ml_perplexity: a KL base at a non-ASCII path is compared with on the second run" last_rc EQUAL 0 AND at GREATER -1)
+endif()
+
 # Refusals: the messages of the Linux build.
 run(r -m "${odd_dir}/nope ü.mlb" -z ${tok})
 string(FIND "${r_err}" "nope ü.mlb: cannot open" at)

@@ -238,4 +238,32 @@ else
         bad "ulimit -v 1 GiB with -c 256: exit $rc: $(head -c 300 "$tmp/err")"
     fi
 fi
+
+# ---- files over 2 GiB (sparse): opened and judged by their header ----------
+# A 32-bit build (i686, ARMv7) must open them with the large-file calls: a
+# plain fopen() or stat() fails with EOVERFLOW ("Value too large for defined
+# data type") before the loader could map the file or say why it is refused.
+big=$tmp/big.mlb
+head -c 256 "$M" >"$big" && truncate -s $(((2 << 30) + 4096)) "$big" 2>/dev/null
+if [ "$(du -k "$big" 2>/dev/null | cut -f1)" -gt 65536 ] 2>/dev/null || [ ! -s "$big" ]; then
+    skip "files over 2 GiB: no sparse files in $tmp"
+else
+    run -m "$big" -z "$T" -n 2 --mmap; rc=$?
+    if [ $rc -eq 1 ] && ! grep -q 'Value too large' "$tmp/err" &&
+        grep -Eq 'file size: expected [0-9]+ bytes for this header|mmap of [0-9]+ bytes failed' "$tmp/err"; then
+        ok "a .mlb over 2 GiB: opened, its size refused by its header (exit 1)"
+    else
+        bad "a .mlb over 2 GiB: exit $rc: $(head -c 300 "$tmp/err")"
+    fi
+    printf 'GGUF\003\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000' >"$tmp/big.gguf" &&
+        truncate -s $(((2 << 30) + 4096)) "$tmp/big.gguf"
+    ML_CACHE_DIR=$tmp/cache run -m "$tmp/big.gguf" -n 2; rc=$?
+    if [ $rc -eq 1 ] && ! grep -q 'Value too large' "$tmp/err" &&
+        grep -Eq 'running the GGUF file .*GGUF|mmap of [0-9]+ bytes failed' "$tmp/err"; then
+        ok "a GGUF over 2 GiB: read as a GGUF (exit 1, its metadata refused)"
+    else
+        bad "a GGUF over 2 GiB: exit $rc: $(head -c 300 "$tmp/err")"
+    fi
+    rm -f "$big" "$tmp/big.gguf"
+fi
 finish

@@ -92,6 +92,34 @@ run "${OK[@]}" --kl-base "$K" --kl-save
 if [ $? -eq 0 ] && grep -q "(--kl-save: replacing it)" "$tmp/out" && [ "$(sha256sum <"$K")" = "$before" ]; then
     ok "--kl-save rewrites the base (the same bytes again)"
 else bad "--kl-save"; fi
+# An existing base over 2 GiB (sparse: the base's header, then a hole) is
+# read, and refused by its size; never taken for a missing file and replaced
+# by this model's logits (a 32-bit build's plain stat() fails with EOVERFLOW).
+head -c 64 "$K" >"$tmp/big.kl" && truncate -s $(((3 << 30) + 64)) "$tmp/big.kl" 2>/dev/null
+if [ ! -s "$tmp/big.kl" ] || [ "$(du -k "$tmp/big.kl" | cut -f1)" -gt 65536 ]; then
+    skip "a KL base over 2 GiB: no sparse files in $tmp"
+else
+    run "${OK[@]}" --kl-base "$tmp/big.kl"; rc=$?
+    if [ $rc -eq 1 ] && grep -q "big.kl: $(((3 << 30) + 64)) bytes, expected" "$tmp/err" &&
+        [ "$(stat -c %s "$tmp/big.kl")" -eq $(((3 << 30) + 64)) ]; then
+        ok "a KL base over 2 GiB: compared with (its size refused, exit 1), not replaced"
+    else
+        bad "a KL base over 2 GiB: exit $rc, now $(stat -c %s "$tmp/big.kl") bytes: $(grep '^KL base' "$tmp/out") $(head -c 200 "$tmp/err")"
+    fi
+    rm -f "$tmp/big.kl"
+fi
+# A 32-bit build and a text over 4 GiB (sparse; its first 2000 bytes are text):
+# refused by its size, not read modulo 2^32 (the first 2000 bytes, scored).
+if [ "$(od -An -tx1 -j4 -N1 "$BIN" 2>/dev/null | tr -d ' ')" = 01 ]; then
+    head -c 2000 "$TEXT" >"$tmp/t4g.txt" && truncate -s $(((4 << 30) + 2000)) "$tmp/t4g.txt" 2>/dev/null
+    run -m "$M" -z "$T" -f "$tmp/t4g.txt" -c 64; rc=$?
+    if [ $rc -eq 1 ] && grep -q "is $(((4 << 30) + 2000)) bytes, more than this build can hold" "$tmp/err"; then
+        ok "32-bit build, a text over 4 GiB: refused by its size (exit 1)"
+    else
+        bad "32-bit build, a text over 4 GiB: exit $rc: $(tail -n 1 "$tmp/out") $(head -c 200 "$tmp/err")"
+    fi
+    rm -f "$tmp/t4g.txt"
+fi
 # A base whose logits are all 1e20 is uniform: its PPL is the vocab (log p
 # kept apart from the huge maximum; summed, every p came out 1).
 if [ -n "$PYTHON" ] && "$PYTHON" -c 'import numpy' 2>/dev/null; then
