@@ -162,7 +162,7 @@ static lml_status tokenize(const lml_model *m, const char *text, int add_bos, in
     if (n_tokens) *n_tokens = 0;
     if (!m || !text || !tokens || !n_tokens)
         return ml_api_fail(err, ML_E_ARG, "tokenize: expected a model, a text and buffers, got NULL");
-    if (!m->has_tok) return ml_api_fail(err, ML_E_ARG, "tokenize: the model has no tokenizer (options.tokenizer)");
+    if (!m->has_tok) return ml_api_fail(err, ML_E_ARG, "tokenize: the model has no tokenizer (lml_model_options.tokenizer; Python: tokenizer=)");
     size_t need = ml_tok_max_tokens(&m->tok, text);
     if (capacity < need) {
         ml_err e;

@@ -38,7 +38,7 @@ lml_status lml_chat_choose(const lml_model *m, const char *name, const char **ch
 lml_status lml_chat_open(lml_chat **out, const lml_model *m, const char *name, size_t max_text, lml_error *err) {
     if (out) *out = NULL;
     if (!out || !m) return ml_api_fail(err, ML_E_ARG, "chat: expected a place for the handle and a model, got NULL");
-    if (!m->has_tok) return ml_api_fail(err, ML_E_ARG, "chat: the model has no tokenizer (options.tokenizer)");
+    if (!m->has_tok) return ml_api_fail(err, ML_E_ARG, "chat: the model has no tokenizer (lml_model_options.tokenizer; Python: tokenizer=)");
     ml_err e = {{0}};
     ml_chat_kind kind;
     ml_status s = ml_chat_kind_choose(name, (const char *)m->m.chat_template.data, m->m.chat_template.len, &kind, &e);

@@ -155,7 +155,9 @@ int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t m
             o->use_mmap = !strcmp(a, "--mmap");
             continue;
         }
-        if (a[0] != '-') return usage_error(msg, msg_size, "unexpected argument '%s'", a);
+        if (a[0] != '-')
+            return usage_error(msg, msg_size, "unexpected argument '%s' (options only: the model is -m FILE, the "
+                               "prompt -i TEXT)", a);
         if (!takes_value(a) && !extra_opt(a)) return usage_error(msg, msg_size, "unknown option '%s'", a);
         if (i + 1 >= argc) return usage_error(msg, msg_size, "option %s needs a value", a);
         const char *v = argv[++i];
@@ -178,11 +180,12 @@ int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t m
             o->steps = n;
         } else if (!strcmp(a, "--temp") || !strcmp(a, "-T")) {
             if (!ml_cli_float(v, 0.0, 1e6, &f))
-                return usage_error(msg, msg_size, "--temp: expected a number >= 0, got '%s'", v);
+                return usage_error(msg, msg_size, "%s: expected a number >= 0, got '%s'", a, v);
             o->temperature = f;
         } else if (!strcmp(a, "--top-p") || !strcmp(a, "-p")) {
             if (!ml_cli_float(v, 0.0, 1.0, &f))
-                return usage_error(msg, msg_size, "--top-p: expected a number in [0, 1], got '%s'", v);
+                return usage_error(msg, msg_size, "%s: expected a number in [0, 1], got '%s'%s", a, v,
+                                   strcmp(a, "-p") ? "" : " (-p is top-p, as in llama2.c; the prompt is -i TEXT)");
             o->topp = f > 0.0 && f < FLT_MIN ? FLT_MIN : f; /* not 0 (off) by rounding to a float */
         } else if (!strcmp(a, "-s")) {
             if (!ml_cli_u64(v, &o->seed))

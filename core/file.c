@@ -36,6 +36,9 @@ static ml_status read_whole(ml_file *f, FILE *fp, const char *path, size_t size,
     return ML_OK;
 }
 
+/* A folder where a file was expected: most likely a Hugging Face checkpoint. */
+#define ML_FILE_DIR_MSG "%s: a folder, not a file (a Hugging Face model folder converts with tools/convert.py FOLDER OUT.mlb)"
+
 #if defined(_WIN32)
 /* A regular file's size, through the wide-char API (UTF-8 paths). */
 static ml_status regular_size(const char *path, uint64_t *size, ml_err *err) {
@@ -44,7 +47,7 @@ static ml_status regular_size(const char *path, uint64_t *size, ml_err *err) {
     if (!ml_path_wide(path, w, ML_WPATH_MAX)) return ml_errf(err, ML_E_IO, "%s: cannot open: not a UTF-8 path", path);
     if (!GetFileAttributesExW(w, GetFileExInfoStandard, &a))
         return ml_errf(err, ML_E_IO, "%s: cannot open: %s", path, strerror(ml_win_errno()));
-    if (a.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) return ml_errf(err, ML_E_IO, "%s: not a regular file", path);
+    if (a.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) return ml_errf(err, ML_E_IO, ML_FILE_DIR_MSG, path);
     *size = ((uint64_t)a.nFileSizeHigh << 32) | a.nFileSizeLow;
     return ML_OK;
 }
@@ -78,6 +81,7 @@ static ml_status regular_size(const char *path, uint64_t *size, ml_err *err) {
     struct stat st;
     if (stat(path, &st) != 0)
         return ml_errf(err, ML_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode)) return ml_errf(err, ML_E_IO, ML_FILE_DIR_MSG, path);
     if (!S_ISREG(st.st_mode)) return ml_errf(err, ML_E_IO, "%s: not a regular file", path);
     *size = (uint64_t)st.st_size;
     return ML_OK;

@@ -53,7 +53,7 @@ ml_status ml_tok_load(ml_tok *t, const char *path, int vocab, ml_err *err) {
 ml_status ml_tok_load_or_embedded(ml_tok *t, const char *path, const void *bytes, size_t len, int vocab,
                                   ml_err *err) {
     if (path) return ml_tok_load(t, path, vocab, err);
-    if (!len) return ml_errf(err, ML_E_ARG, "the model embeds no tokenizer: give a tokenizer file (ml_run -z, lml_model_options.tokenizer)");
+    if (!len) return ml_errf(err, ML_E_ARG, "the model embeds no tokenizer: give a tokenizer file (-z FILE; the library: lml_model_options.tokenizer; Python: tokenizer=)");
     return ml_tok_load_buffer(t, "the model's embedded tokenizer", bytes, len, vocab, err);
 }
 

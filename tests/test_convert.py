@@ -530,6 +530,15 @@ def test_errors(rep, tmp, have_models):
     errdir = os.path.join(tmp, "err")
     os.makedirs(errdir)
     out = os.path.join(errdir, "out.mlb")
+    with rep.group("a missing Python package: one line saying which and how to install it, no traceback") as g:
+        # python -S: no site-packages, so neither numpy nor gguf imports
+        for tool, args, want in (("convert.py", [os.path.join(tmp, "x"), out], "needs numpy (python3 -m pip install numpy)"),
+                                 ("tokfile.py", ["--gguf", os.path.join(tmp, "x"), "-o", out],
+                                  "needs the gguf package (python3 -m pip install gguf)")):
+            p = subprocess.run([PY, "-S", os.path.join(ROOT, "tools", tool)] + args, capture_output=True, text=True,
+                               timeout=60)
+            g.check(p.returncode == 1 and want in p.stderr and "Traceback" not in p.stderr,
+                    f"{tool} without its package: exit {p.returncode}, {p.stderr.strip()[-200:]!r}")
     with rep.group("progress: a line per layer on a terminal, none into a pipe") as g:
         p = os.path.join(tmp, "three_layers.bin")
         fake_legacy(p, 32, 64, 3, 2, 1, 8, 4)

@@ -365,7 +365,7 @@ int ml_main(int argc, char **argv) {
     strcpy(path, "/nonexistent/model.mlb");
     expect(ML_E_IO, "/nonexistent/model.mlb", "missing file");
     strcpy(path, "/tmp");
-    expect(ML_E_IO, "not a regular file", "directory");
+    expect(ML_E_IO, "a folder, not a file", "directory");
     strcpy(path, saved);
     GROUP_DONE("missing files refused", f0);
 

@@ -51,7 +51,9 @@ expect "no tokenizer" 2 "missing -z tokenizer.bin" -m "$M"
 expect "unknown option" 2 "unknown option '--bogus'" "${OK[@]}" --bogus
 expect "unknown option with a value after it" 2 "unknown option '-x'" "${OK[@]}" -x 5
 expect "unknown last option is unknown, not 'needs a value'" 2 "unknown option '--frobnicate'" "${OK[@]}" --frobnicate
-expect "stray argument" 2 "unexpected argument 'extra'" "${OK[@]}" extra
+expect "stray argument" 2 "unexpected argument 'extra' (options only: the model is -m FILE" "${OK[@]}" extra
+expect "llama.cpp's -p PROMPT" 2 "-p: expected a number in [0, 1], got 'Once upon' (-p is top-p, as in llama2.c; the prompt is -i TEXT)" "${OK[@]}" -p "Once upon"
+expect "-T (--temp) by its name" 2 "-T: expected a number >= 0, got 'hot'" "${OK[@]}" -T hot
 for o in -m -z -i -n --temp --top-p -s -t -c -b --logits --ids; do
     expect "option $o without a value" 2 "option $o needs a value" "${OK[@]}" "$o"
 done
@@ -89,8 +91,8 @@ if [ $? -eq 0 ] && grep -q '^usage: ml_run' "$tmp/out"; then ok "--help: usage o
 # ---- files: runtime failures (exit 1) naming the file ------------------------
 expect "missing model" 1 "$tmp/nope.mlb: cannot open" -m "$tmp/nope.mlb" -z "$T"
 expect "missing tokenizer" 1 "tokenizer $tmp/nope.bin: cannot open" -m "$M" -z "$tmp/nope.bin"
-expect "directory as the model" 1 "$tmp: not a regular file" -m "$tmp" -z "$T"
-expect "directory as the tokenizer" 1 "tokenizer $tmp: not a regular file" -m "$M" -z "$tmp"
+expect "directory as the model" 1 "$tmp: a folder, not a file (a Hugging Face model folder converts with tools/convert.py" -m "$tmp" -z "$T"
+expect "directory as the tokenizer" 1 "tokenizer $tmp: a folder, not a file" -m "$M" -z "$tmp"
 expect "tokenizer as the model" 1 "magic: expected \"MLB1\"" -m "$T" -z "$T"
 expect "model as the tokenizer" 1 "loading the tokenizer failed (ML_E_FORMAT)" -m "$M" -z "$M"
 : >"$tmp/empty"
@@ -131,7 +133,7 @@ if [ -x "$TOKZ" ]; then
     BIN=$TOKZ expect "ml_tokenize: unknown option" 2 "unknown option --bogus" -m "$M" -z "$T" -i a --bogus
     BIN=$TOKZ expect "ml_tokenize: -z without a value" 2 "needs a value: -z" -m "$M" -i a -z
     BIN=$TOKZ expect "ml_tokenize: a directory as the text" 1 "cannot read the text" -m "$M" -z "$T" -f "$tmp"
-    BIN=$TOKZ expect "ml_tokenize: no tokenizer" 2 "embeds no tokenizer: give a tokenizer file (ml_run -z" -m "$M" -i a
+    BIN=$TOKZ expect "ml_tokenize: no tokenizer" 2 "embeds no tokenizer: give a tokenizer file (-z FILE" -m "$M" -i a
     BIN=$TOKZ expect "ml_tokenize: BPE of another vocab" 1 "300 tokens, but the model's vocab is 320" -m "$M" -z "$tmp/bpe300.bin" -i a
     BIN=$TOKZ expect "ml_tokenize: a GGUF file as -z" 1 "is a GGUF file: as the model (-m) it brings its own tokenizer" \
         -m "$M" -z fuzz/corpus/gguf/llama_q8_0.gguf -i a

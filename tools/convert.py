@@ -35,7 +35,10 @@ import os
 import struct
 import sys
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError as e:  # a message, not a traceback, for the one package every conversion needs
+    sys.exit(f"convert.py: needs numpy (python3 -m pip install numpy), which is not importable here ({e})")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gguf_in  # noqa: E402  (tools/gguf_in.py: GGUF input; imports the gguf package lazily)

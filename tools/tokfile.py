@@ -360,7 +360,11 @@ def main(argv):
     a = ap.parse_args(argv)
     try:
         if a.gguf:
-            import gguf
+            try:
+                import gguf
+            except ImportError as e:
+                sys.exit(f"tokfile.py: --gguf needs the gguf package (python3 -m pip install gguf), which is not "
+                         f"importable here ({e})")
             tf = bpe_from_gguf(gguf.GGUFReader(a.gguf))
         elif a.hf:
             tf = bpe_from_hf(a.hf, a.pre)
