@@ -201,7 +201,7 @@ typedef struct {
     uint64_t off;  /* end of the last array taken */
     ml_err *err;
     ml_status status;
-    int check_values; /* first pass only: scan scales, norms and Q8_0 quants */
+    int check_values; /* scan scales, norms and Q8_0 quants (the pass that maps them) */
 } cursor;
 
 /* Array a's bytes; NULL (and status set) if they run past the end of the
@@ -219,7 +219,7 @@ static const void *take(cursor *c, const ml_mlb_array *a) {
     /* The format's padding is zero bytes: data there means a writer that
      * aligned the arrays differently, whose file could otherwise have the
      * right length and load as garbage. */
-    for (uint64_t i = c->off; c->check_values && i < a->off; i++) {
+    for (uint64_t i = c->off; i < a->off; i++) { /* a few bytes per array: every pass */
         if (c->f->data[i]) {
             c->status = ml_errf(c->err, ML_E_FORMAT,
                                 "%s: padding before tensor %s (layer %d): byte %llu is 0x%02x, expected 0"
@@ -307,11 +307,10 @@ static void map_array(cursor *c, const ml_mlb_array *a, ml_weights *w, ml_layer 
     }
 }
 
-/* Walk every array of the file. With layers == NULL it only validates (run
- * before the arena exists, so a damaged file never costs an allocation). */
-static ml_status map_weights(ml_model *m, ml_layer *layers, const char *path, ml_err *err) {
-    cursor cur = {.f = &m->file, .path = path, .off = ML_MLB_HEADER_BYTES, .err = err,
-                  .check_values = layers == NULL};
+/* Walk every array of the file: with layers, map them; with check_values,
+ * scan their values (every byte of a scale, norm and Q8_0 array). */
+static ml_status map_weights(ml_model *m, ml_layer *layers, int check_values, const char *path, ml_err *err) {
+    cursor cur = {.f = &m->file, .path = path, .off = ML_MLB_HEADER_BYTES, .err = err, .check_values = check_values};
     ml_mlb_header h;
     memcpy(&h, m->file.data, sizeof h); /* checked by parse_header */
     ml_weights *w = &m->w;
@@ -500,9 +499,13 @@ static ml_status open_loaded(ml_model *m, const char *path, const ml_open_opts *
     /* A batch never holds more tokens than the context; decode is a batch of one. */
     m->b.cap = opts->batch < m->cfg.max_seq ? opts->batch : m->cfg.max_seq;
     if (m->b.cap < 1) m->b.cap = 1;
-    if ((s = map_weights(m, NULL, path, err))) return s;
+    /* The file's layout first (its size against the header, the padding
+     * between arrays), then the arena (a context that can never be allocated
+     * is refused at once, not after reading gigabytes of values), then the
+     * values, mapped. */
+    if ((s = map_weights(m, NULL, 0, path, err))) return s;
     if ((s = carve_state(m, opts, err))) return s;
-    if ((s = map_weights(m, m->w.layers, path, err))) return s;
+    if ((s = map_weights(m, m->w.layers, 1, path, err))) return s;
     if ((s = ml_ops_init(&m->ops, opts->n_threads, err))) return s;
     fill_rope_tables(m);
     return pack_weights(m, err); /* last: an open that fails leaves the bytes as they were, but for its own NOMEM */

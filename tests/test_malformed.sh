@@ -239,6 +239,27 @@ else
     else
         bad "ulimit -v 1 GiB with -c 256: exit $rc: $(head -c 300 "$tmp/err")"
     fi
+    # The arena before the values: a context that cannot be allocated is said
+    # before the weights are read (a huge file's every byte), so a NaN in the
+    # last norm is found only with a context that fits.
+    "$PYTHON" - "$tmp/long.mlb" <<'PY' || bad "a NaN into long.mlb"
+import struct, sys
+sys.path.insert(0, "tools")
+import mlb
+path = sys.argv[1]
+with open(path, "r+b") as f:
+    h = mlb.unpack_header(f.read(mlb.HEADER_BYTES))
+    name, off, n = [a for a in mlb.layout(h)[0] if a[0] == "final_norm"][0]
+    f.seek(off)
+    f.write(struct.pack("<f", float("nan")))
+PY
+    (ulimit -v 1048576; "$BIN" -m "$tmp/long.mlb" -z "$T" -n 16 --temp 0 >"$tmp/out" 2>"$tmp/err"); rc=$?
+    (ulimit -v 1048576; "$BIN" -m "$tmp/long.mlb" -z "$T" -c 256 -n 16 --temp 0 >"$tmp/out2" 2>"$tmp/err2"); rc2=$?
+    if [ $rc -eq 1 ] && grep -q 'arena: ' "$tmp/err" && [ $rc2 -eq 1 ] && grep -q "final_norm" "$tmp/err2"; then
+        ok "a NaN and a context that cannot be allocated: the arena is said first; with -c 256, the NaN"
+    else
+        bad "the arena before the values: exit $rc: $(head -c 200 "$tmp/err"); with -c 256: exit $rc2: $(head -c 200 "$tmp/err2")"
+    fi
 fi
 
 # ---- files over 2 GiB (sparse): opened and judged by their header ----------
