@@ -502,6 +502,9 @@ static void test_matmul(tctx *t, ml_type type, matmul_fn isa, matmul_fn sc, matv
     /* two row tiles of 8-row groups (the 128-bit and avx2 pair matmul: 64
      * rows a tile) and a group after them */
     matmul_case(t, type, 136, 5 * ML_QK, 15, MV_SCALED, isa, sc, mv_sc, name);
+    /* three groups in one row tile (the avx2 pair matmul takes two groups a
+     * tile: a pair, then the last group alone) */
+    matmul_case(t, type, 24, 5 * ML_QK, 15, MV_SCALED, isa, sc, mv_sc, name);
     char what[160];
     snprintf(what, sizeof what, "%s: batch = its tokens one by one, bit-exact vs scalar, row ranges, ldy gap", name);
     GROUP_DONE(what, before);

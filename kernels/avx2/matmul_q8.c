@@ -7,11 +7,16 @@
  * Measured (Zen 5, 1 thread, 2048x2048 from memory, ns per 16 rows x
  * block, 4-row body / pairs): 8 tokens 68 / 78, 12 tokens 108 / 104, 32
  * tokens 280 / 232, 128 tokens 1080 / 820; 4 tokens a tile 15% faster
- * than 2 at 128 tokens. */
+ * than 2 at 128 tokens. Two groups a tile (16 rows x 4 tokens: 8 sums, 2
+ * weight vectors, one broadcast token pair), the running sums waiting in Y
+ * between blocks (MT16_ACC_Y: 8 more registers would spill): each token
+ * pair broadcast serves 16 rows, not 8 (Zen 4, 768x768 in cache, 128
+ * tokens: 1055-1100 -> 934-981 ns per 16 rows x block). */
 #include "kernels/avx2/avx2_dot.h"
 
 #define MT16_YMM 1
 #define MT16_T 4
+#define MT16_ACC_Y 1
 #define MT16_MIN 12
 #include "kernels/x86/matmul_t16.h"
 

@@ -3,9 +3,10 @@
  * included first with the build's dot header) for what it leaves:
  * Y[t*ldy + r] = W[r,:] . X[t] for the batch's tokens and rows [r0, r1).
  * The sse2 build, and sse41's Q8_0, run it on two 128-bit vectors of 4
- * rows (SSE2 instructions only), the avx2 build's Q8_0 on one 256-bit
- * vector (MT16_YMM), sse41's Q4_0 with the weights as nibble columns
- * (MT16_NIB, below). No (row, token) dot is ever summed horizontally.
+ * rows (SSE2 instructions only), the avx2 build's Q8_0 on two 256-bit
+ * vectors of a group's 8 rows each (MT16_YMM: two groups a tile), sse41's
+ * Q4_0 with the weights as nibble columns (MT16_NIB, below). No (row,
+ * token) dot is ever summed horizontally.
  *
  * MT16_NIB: a row's packed block is 4 dwords; dword k holds elements
  * 4k .. 4k + 3 in its low nibbles (column k) and 16 + 4k .. in its high
@@ -70,6 +71,9 @@
 #define MT16_G 8  /* 8-row groups per row tile */
 #ifndef MT16_T
 #define MT16_T 2 /* tokens per register tile */
+#endif
+#ifndef MT16_ACC_Y
+#define MT16_ACC_Y 0 /* the sums wait in Y between blocks (mt16_tile) */
 #endif
 #ifndef MT16_MIN
 #define MT16_MIN 8 /* smaller batches: the 4-row body */
@@ -147,11 +151,13 @@ ML_INLINE void mt16_wprep(mt16_wtile *wt, const ml_qtensor *W, int r, int b0, in
         }
 }
 
-/* The vectors of a tile: a group's 8 rows are two 4-lane vectors (MT16_H
- * = 2), or one 8-lane vector with MT16_YMM (the avx2 build: the same
- * weight tile, w[b][j][0..1] read as one 256-bit vector). */
+/* The vectors of a tile: a group's 8 rows as two 4-lane vectors, or with
+ * MT16_YMM (the avx2 build) two groups as two 8-lane vectors, each group's
+ * weight tile read as 256-bit vectors (w[b][j][0..1]). */
 #if MT16_YMM
-#define MT16_H 1
+#define MT16_H 2   /* vectors a tile: two groups */
+#define MT16_L 8   /* rows per vector: a group */
+#define MT16_GPT 2 /* groups a tile */
 #define MT16_OP(op) _mm256_##op
 typedef __m256i mt16_vi;
 typedef __m256 mt16_vf;
@@ -169,7 +175,9 @@ ML_INLINE void mt16_xwiden(int16_t *xw, const int8_t *p) {
     _mm256_storeu_si256((__m256i *)(xw + 16), _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 16))));
 }
 #else
-#define MT16_H 2
+#define MT16_H 2   /* vectors a tile: a group's two halves */
+#define MT16_L 4   /* rows per vector */
+#define MT16_GPT 1 /* groups a tile */
 #define MT16_OP(op) _mm_##op
 typedef __m128i mt16_vi;
 typedef __m128 mt16_vf;
@@ -216,7 +224,14 @@ ML_INLINE mt16_vi mt16_dot(mt16_vi s, mt16_vi w, mt16_vi x) { return MT16_OP(add
 ML_INLINE mt16_vf mt16_step(mt16_vf acc, mt16_vi s, mt16_vf dw, float dx) {
     return MT16_OP(add_ps)(acc, MT16_OP(mul_ps)(MT16_OP(cvtepi32_ps)(s), MT16_OP(mul_ps)(dw, MT16_OP(set1_ps)(dx))));
 }
-#define MT16_L (8 / MT16_H) /* rows per vector */
+/* Vector h of a tile over groups wt[0 .. MT16_GPT): its pair or column j
+ * of block b, and its rows' scales of block b. */
+ML_INLINE mt16_vi mt16_wv(const mt16_wtile *wt, int b, int j, int h) {
+    return MT16_GPT == 1 ? mt16_ldw(&wt->w[b][j][h]) : mt16_ldw(&wt[h].w[b][j][0]);
+}
+ML_INLINE mt16_vf mt16_dv(const mt16_wtile *wt, int b, int h) {
+    return MT16_GPT == 1 ? mt16_ldd(&wt->d[b][h]) : mt16_ldd(&wt[h].d[b][0]);
+}
 
 /* xb[t][b] = token t's block b, for nt tokens from x (n bytes apart) and nb blocks */
 ML_INLINE void mt16_xprep(mt16_xblock (*xb)[MT16_KB], const int8_t *x, size_t n, int nt, int nb) {
@@ -224,17 +239,27 @@ ML_INLINE void mt16_xprep(mt16_xblock (*xb)[MT16_KB], const int8_t *x, size_t n,
         for (int b = 0; b < nb; b++) mt16_xwiden(xb[t][b], x + (size_t)t * n + (size_t)b * ML_QK);
 }
 
-/* nt (<= MT16_T) tokens of one group over nb blocks: acc from Y (or 0.0f on
- * the first chunk), back to Y. y: token 0's 8 rows; xd: token 0's scales
- * at the chunk's block 0 (nbt per token). The pairs loop is unrolled 8
- * times, not 16: fully unrolled, gcc regroups its additions and computes
- * all 64 products first, through the stack (1.9x slower). */
+/* nt (<= MT16_T) tokens of nh (<= MT16_H) vectors of rows over nb blocks:
+ * acc from Y (or 0.0f on the first chunk), back to Y. y: token 0's first
+ * row; wt: the tile's groups (MT16_GPT); xd: token 0's scales at the
+ * chunk's block 0 (nbt per token). MT16_ACC_Y: the sums wait in Y between
+ * blocks (a load and a store per block), leaving the registers to a larger
+ * tile. The pairs loop is unrolled 8 times, not 16: fully unrolled, gcc
+ * regroups its additions and computes all 64 products first, through the
+ * stack (1.9x slower). */
 ML_INLINE void mt16_tile(float *y, size_t ldy, int first, const mt16_wtile *wt, int nb,
-                         const mt16_xblock (*xb)[MT16_KB], const float *xd, size_t nbt, int nt) {
+                         const mt16_xblock (*xb)[MT16_KB], const float *xd, size_t nbt, int nt, int nh) {
+#if MT16_ACC_Y
+    if (first)
+        ML_UNROLL for (int t = 0; t < MT16_T; t++)
+            ML_UNROLL for (int h = 0; h < MT16_H; h++)
+                if (t < nt && h < nh) mt16_stf(y + (size_t)t * ldy + MT16_L * (size_t)h, mt16_zf());
+#else
     mt16_vf acc[MT16_T][MT16_H];
     ML_UNROLL for (int t = 0; t < MT16_T; t++)
         ML_UNROLL for (int h = 0; h < MT16_H; h++)
-            if (t < nt) acc[t][h] = first ? mt16_zf() : mt16_ldf(y + (size_t)t * ldy + MT16_L * (size_t)h);
+            if (t < nt && h < nh) acc[t][h] = first ? mt16_zf() : mt16_ldf(y + (size_t)t * ldy + MT16_L * (size_t)h);
+#endif
     for (int b = 0; b < nb; b++) {
         mt16_vi s[MT16_T][MT16_H];
         ML_UNROLL for (int t = 0; t < MT16_T; t++)
@@ -252,7 +277,7 @@ ML_INLINE void mt16_tile(float *y, size_t ldy, int first, const mt16_wtile *wt, 
             ML_UNROLL for (int h = 0; h < MT16_H; h++) p[t][h] = _mm_setzero_si128();
         ML_UNROLL_N(1) for (int c = 0; c < 8; c++) {
             __m128i w[MT16_H], x[MT16_T];
-            ML_UNROLL for (int h = 0; h < MT16_H; h++) w[h] = _mm_load_si128(&wt->w[b][c][h]);
+            ML_UNROLL for (int h = 0; h < MT16_H; h++) w[h] = mt16_wv(wt, b, c, h);
             ML_UNROLL for (int t = 0; t < MT16_T; t++)
                 if (t < nt) x[t] = _mm_load_si128(&xb[t][b][c]);
             ML_UNROLL for (int t = 0; t < MT16_T; t++) {
@@ -271,23 +296,33 @@ ML_INLINE void mt16_tile(float *y, size_t ldy, int first, const mt16_wtile *wt, 
 #else
         ML_UNROLL_N(8) for (int j = 0; j < 16; j++) {
             mt16_vi w[MT16_H];
-            ML_UNROLL for (int h = 0; h < MT16_H; h++) w[h] = mt16_ldw(&wt->w[b][j][MT16_L / 4 * h]);
+            ML_UNROLL for (int h = 0; h < MT16_H; h++) w[h] = h < nh ? mt16_wv(wt, b, j, h) : mt16_zi();
             ML_UNROLL for (int t = 0; t < MT16_T; t++) {
                 if (t >= nt) continue;
                 const mt16_vi x = mt16_ldx(xb[t][b], j);
-                ML_UNROLL for (int h = 0; h < MT16_H; h++) s[t][h] = mt16_dot(s[t][h], w[h], x);
+                ML_UNROLL for (int h = 0; h < MT16_H; h++)
+                    if (h < nh) s[t][h] = mt16_dot(s[t][h], w[h], x);
             }
         }
 #endif
         ML_UNROLL for (int t = 0; t < MT16_T; t++) {
             if (t >= nt) continue;
-            ML_UNROLL for (int h = 0; h < MT16_H; h++)
-                acc[t][h] = mt16_step(acc[t][h], s[t][h], mt16_ldd(&wt->d[b][MT16_L / 4 * h]), xd[(size_t)t * nbt + (size_t)b]);
+            ML_UNROLL for (int h = 0; h < MT16_H; h++) {
+                if (h >= nh) continue;
+#if MT16_ACC_Y
+                float *yv = y + (size_t)t * ldy + MT16_L * (size_t)h;
+                mt16_stf(yv, mt16_step(mt16_ldf(yv), s[t][h], mt16_dv(wt, b, h), xd[(size_t)t * nbt + (size_t)b]));
+#else
+                acc[t][h] = mt16_step(acc[t][h], s[t][h], mt16_dv(wt, b, h), xd[(size_t)t * nbt + (size_t)b]);
+#endif
+            }
         }
     }
+#if !MT16_ACC_Y
     ML_UNROLL for (int t = 0; t < MT16_T; t++)
         ML_UNROLL for (int h = 0; h < MT16_H; h++)
-            if (t < nt) mt16_stf(y + (size_t)t * ldy + MT16_L * (size_t)h, acc[t][h]);
+            if (t < nt && h < nh) mt16_stf(y + (size_t)t * ldy + MT16_L * (size_t)h, acc[t][h]);
+#endif
 }
 
 /* The weights and scales of the chunk after rows [r, r + 8 * MT16_G)'s
@@ -307,6 +342,18 @@ ML_INLINE void mt16_prefetch(const ml_qtensor *W, int r, int b0, int r8, ml_type
     }
 }
 
+/* A tile of MT16_T tokens, or the batch's last nt < MT16_T one at a time;
+ * NH vectors, a constant (a function around these calls made gcc spill in
+ * the nibble loop: 645 -> 765 ns at 768x768, 64 tokens). */
+#define MT16_TILES(NH)                                                                                                 \
+    if (nt == MT16_T)                                                                                                  \
+        mt16_tile(y, (size_t)ldy, b0 == 0, &wt[g], nb, (const mt16_xblock(*)[MT16_KB])xb, xd, (size_t)nbt, MT16_T,   \
+                  NH);                                                                                                 \
+    else                                                                                                               \
+        for (int k = 0; k < nt; k++)                                                                                   \
+            mt16_tile(y + (size_t)k * (size_t)ldy, (size_t)ldy, b0 == 0, &wt[g], nb,                                   \
+                      (const mt16_xblock(*)[MT16_KB])xb + k, xd + (size_t)k * (size_t)nbt, (size_t)nbt, 1, NH);
+
 /* Y = W X for weights of type type with scales of type st, rows [r0, r1) */
 ML_INLINE void mt16_matmul(float *Y, int ldy, const ml_qtensor *W, const ml_qbatch *X, int r0, int r1, ml_type type,
                            ml_type st) {
@@ -324,21 +371,25 @@ ML_INLINE void mt16_matmul(float *Y, int ldy, const ml_qtensor *W, const ml_qbat
             for (int t = 0; t < X->n_tok; t += MT16_T) {
                 const int nt = mt16_min(X->n_tok - t, MT16_T);
                 mt16_xprep(xb, X->q + (size_t)t * n + (size_t)b0 * ML_QK, n, nt, nb);
-                for (int g = 0; g < ng; g++) {
+                for (int g = 0; g < ng; g += MT16_GPT) {
                     float *y = Y + (size_t)t * (size_t)ldy + (size_t)(r + 8 * g);
                     const float *xd = X->d + (size_t)t * (size_t)nbt + (size_t)b0;
-                    if (nt == MT16_T)
-                        mt16_tile(y, (size_t)ldy, b0 == 0, &wt[g], nb, (const mt16_xblock(*)[MT16_KB])xb, xd,
-                                  (size_t)nbt, MT16_T);
-                    else /* the batch's last tokens, one at a time */
-                        for (int k = 0; k < nt; k++)
-                            mt16_tile(y + (size_t)k * (size_t)ldy, (size_t)ldy, b0 == 0, &wt[g], nb,
-                                      (const mt16_xblock(*)[MT16_KB])xb + k, xd + (size_t)k * (size_t)nbt,
-                                      (size_t)nbt, 1);
+#if MT16_GPT == 1
+                    MT16_TILES(MT16_H)
+#else
+                    /* the row tile's last group alone, where a tile takes two */
+                    if (g + 1 < ng) {
+                        MT16_TILES(MT16_H)
+                    } else {
+                        MT16_TILES(1)
+                    }
+#endif
                 }
             }
         }
     }
 }
+
+#undef MT16_TILES
 
 #endif
