@@ -394,6 +394,12 @@ static int num_field(const ml_json *j, int root, const char *key, double lo, dou
     return 0;
 }
 
+/* response_format {"type": "text"}: what we write anyway */
+static int response_format_text(const ml_json *j, int v) {
+    int t = ml_json_get(j, v, "type");
+    return t >= 0 && j->nodes[t].type == ML_JSON_STRING && !strcmp(j->nodes[t].str, "text");
+}
+
 /* Reads the fields; returns NULL or the reason for a 400. */
 static const char *read_params(server *sv, int root, gen_req *g) {
     ml_json *j = &sv->json;
@@ -472,6 +478,22 @@ static const char *read_params(server *sv, int root, gen_req *g) {
     }
     if ((v = ml_json_get(j, root, "logprobs")) >= 0 && N[v].type != ML_JSON_NULL && N[v].type != ML_JSON_FALSE)
         return "log probabilities are not supported ('logprobs': false only)";
+    d = 0;
+    if (num_field(j, root, "n_probs", -1e300, 1e300, 0, &d) || d != 0)
+        return "log probabilities are not supported ('n_probs': 0 only)";
+    d = 1;
+    if (num_field(j, root, "best_of", -1e300, 1e300, 0, &d) || d != 1) return "only 'best_of': 1 is supported";
+    if ((v = ml_json_get(j, root, "echo")) >= 0 && N[v].type != ML_JSON_NULL && N[v].type != ML_JSON_FALSE)
+        return "'echo' is not supported (false only)";
+    /* asked-for behaviour we do not have: an object or array that is not empty */
+    static const char *const empty_only[] = {"logit_bias", "tools", "functions", "response_format"};
+    for (size_t i = 0; i < sizeof empty_only / sizeof *empty_only; i++)
+        if ((v = ml_json_get(j, root, empty_only[i])) >= 0 && N[v].type != ML_JSON_NULL &&
+            !((N[v].type == ML_JSON_OBJECT || N[v].type == ML_JSON_ARRAY) && N[v].n_children == 0) &&
+            !(i == 3 && N[v].type == ML_JSON_OBJECT && response_format_text(j, v)))
+            return i == 0   ? "'logit_bias' is not supported (empty only)"
+                   : i < 3 ? "tools and function calls are not supported"
+                           : "'response_format' other than text is not supported";
     if ((v = ml_json_get(j, root, "n")) >= 0 && N[v].type != ML_JSON_NULL && (N[v].type != ML_JSON_NUMBER || N[v].num != 1))
         return "only 'n': 1 is supported";
     if ((v = ml_json_get(j, root, "stream")) >= 0 && N[v].type != ML_JSON_NULL) {

@@ -176,6 +176,14 @@ MALFORMED = [
     ("log probabilities", post("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}],
                                                         "logprobs": True}), 400),
     ("top log probabilities", post("/v1/completions", {"prompt": "a", "top_logprobs": 3}), 400),
+    ("llama.cpp's n_probs", post("/v1/completions", {"prompt": "a", "n_probs": 5}), 400),
+    ("best_of 2", post("/v1/completions", {"prompt": "a", "best_of": 2}), 400),
+    ("echo", post("/v1/completions", {"prompt": "a", "echo": True}), 400),
+    ("a logit bias", post("/v1/completions", {"prompt": "a", "logit_bias": {"5": 10}}), 400),
+    ("tools", post("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}],
+                                            "tools": [{"type": "function", "function": {"name": "f"}}]}), 400),
+    ("a JSON response format", post("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}],
+                                                             "response_format": {"type": "json_object"}}), 400),
 ]
 
 
@@ -220,7 +228,8 @@ def test_edges(port):
         report((PROMPT + got + "\n").encode() == want and got != completion(port, max_tokens=60, temperature=0),
                f"sampling: {kw} gives ml_run's text with --repeat-penalty (the window 64 by default), not the plain one")
     got = completion(port, max_tokens=12, temperature=0, presence_penalty=0, frequency_penalty=0, logprobs=False,
-                     top_logprobs=0, top_k=0, min_p=0, repeat_penalty=1)
+                     top_logprobs=0, top_k=0, min_p=0, repeat_penalty=1, n_probs=0, best_of=1, echo=False,
+                     logit_bias={}, tools=[], response_format={"type": "text"})
     report(got == greedy, f"sampling: the fields at their 'off' values change nothing ({got!r})")
     for kw in ({"temperature": 1e-40}, {"temperature": 2, "top_p": 1e-300}):
         got = [json.loads(raw(port, post("/v1/completions", dict(prompt=PROMPT, max_tokens=12, seed=k, **kw)))[1])
