@@ -225,8 +225,8 @@ PREFIX     ?= /usr/local
 # Without ISA: the best build for this CPU, as `make` picks it.
 lib install:
 ifeq ($(RUN_ISA),auto)
-	@$(MAKE) --no-print-directory -s ISA=scalar build/scalar/ml_run
-	@isa=$$(bash tools/pick_isa.sh build/scalar/ml_run) && \
+	@$(MAKE) --no-print-directory -s ISA=scalar $(BUILD)/ml_run
+	@isa=$$(bash tools/pick_isa.sh $(BUILD)/ml_run) && \
 	  echo "make $@: the $$isa build (the best for this CPU; ISA=x make $@: another)" >&2 && \
 	  $(MAKE) --no-print-directory ISA=$$isa $@
 else

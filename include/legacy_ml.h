@@ -343,10 +343,11 @@ LML_API const char *lml_chat_template_names(void);
  * (.mlb version 2) recognized (LML_E_FORMAT when it is none of ours; LML_E_ARG
  * when the model carries none). When the model's own template is of the
  * chosen kind and writes out a default system message (Qwen2.5, SmolLM2),
- * a conversation that does not start with a system message gets it; Llama
- * 3.1 and 3.2's knowledge and "today" dates open every conversation (the
- * template's fallback date, not today's), as in Hugging Face's rendering. A template whose control tokens the
- * vocabulary lacks is LML_E_FORMAT naming the token. max_text: the most bytes
+ * a conversation that does not start with a system message gets it, as in
+ * Hugging Face's rendering; Llama 3.1 and 3.2's knowledge and "today" dates
+ * open every conversation (the template's fallback date, where Hugging Face
+ * writes today's for 3.2). A template whose control tokens the vocabulary
+ * lacks is LML_E_FORMAT naming the token. max_text: the most bytes
  * of text between two control tokens (a message and its template text);
  * 0: 65536; above 2^30: LML_E_ARG. Allocates (the handle, a text buffer); rendering does not. *out
  * is NULL on failure. */

@@ -139,8 +139,13 @@ static const char *chatml_default_system(const char *t, size_t len, size_t *n) {
         if (j + 2 <= len && t[j] == '\\' && t[j + 1] == 'n') j += 2;
         else if (j < len && t[j] == '\n') j += 1;
         else continue;
+        /* inside a quoted literal, braces are text (Qwen2.5-Math's "\\boxed{}")
+         * and so is the other quote ("You're"): the literal ends at its own
+         * quote, an escape skipped; in raw template text, no Jinja at all */
+        const char q = i > 0 && (t[i - 1] == '\'' || t[i - 1] == '"') ? t[i - 1] : 0;
         size_t k = j;
-        while (k + lc <= len && memcmp(t + k, close, lc) && !strchr("'\"{}+", t[k])) k++;
+        while (k + lc <= len && memcmp(t + k, close, lc) && (q ? t[k] != q : !strchr("'\"{}+", t[k])))
+            k += q && t[k] == '\\' && k + 1 < len ? 2 : 1;
         if (k + lc <= len && k > j && k - j <= ML_CHAT_MAX_DEFAULT && !memcmp(t + k, close, lc)) {
             *n = k - j;
             return t + j;
@@ -150,15 +155,15 @@ static const char *chatml_default_system(const char *t, size_t len, size_t *n) {
     return NULL;
 }
 
-/* The text at t (n bytes) of a Jinja string literal, its escapes \n, \t
- * and \\ undone (any other stays as written), in a new string. */
+/* The text at t (n bytes) of a Jinja string literal, its escapes \n, \t,
+ * \\, \' and \" undone (any other stays as written), in a new string. */
 static char *jinja_unescape(const char *t, size_t n) {
     char *d = malloc(n + 1);
     if (!d) return NULL;
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
         char ch = t[i];
-        if (ch == '\\' && i + 1 < n && strchr("nt\\", t[i + 1])) ch = t[++i] == 'n' ? '\n' : t[i] == 't' ? '\t' : '\\';
+        if (ch == '\\' && i + 1 < n && strchr("nt\\'\"", t[i + 1])) ch = t[++i] == 'n' ? '\n' : t[i] == 't' ? '\t' : t[i];
         d[o++] = ch;
     }
     d[o] = 0;
@@ -204,6 +209,16 @@ ml_status ml_chat_use_template_defaults(ml_chat *c, const char *tmpl, size_t len
         if (!(c->system_prefix = malloc(cap)))
             return ml_errf(err, ML_E_NOMEM, "chat template: out of memory for its system prefix");
         snprintf(c->system_prefix, cap, "Cutting Knowledge Date: %.*s\nToday Date: %s\n\n", kn, k, date);
+    }
+    /* The text buffer holds a message of text_cap bytes with its template
+     * text (ml_chat_init): the template's own text comes on top. */
+    const char *added = c->default_system ? c->default_system : c->system_prefix;
+    if (added) {
+        const size_t cap = c->text_cap + strlen(added) + 16;
+        char *bigger = realloc(c->text, cap + 1);
+        if (!bigger) return ml_errf(err, ML_E_NOMEM, "chat template: out of memory for its text buffer");
+        c->text = bigger;
+        c->text_cap = cap;
     }
     return ML_OK;
 }
@@ -365,7 +380,9 @@ static int put_template_system(builder *b, const ml_chat_msg *first) {
         put_end(b, ML_CHAT_SYSTEM);
         return own;
     }
-    if (c->default_system && !own) {
+    /* no messages, no default: Qwen2's and SmolLM2's templates write it at
+     * the loop's first message, Qwen2.5's fails on messages[0] */
+    if (c->default_system && first && !own) {
         const ml_chat_msg m = {ML_CHAT_SYSTEM, c->default_system};
         put_msg(b, &m, 0);
     }

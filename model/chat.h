@@ -86,8 +86,8 @@ void ml_chat_free(ml_chat *c);
  *  - Llama 3.1 and later: every conversation opens with a system message
  *    "Cutting Knowledge Date: December 2023\nToday Date: D\n\n", then the
  *    conversation's own system message, trimmed. D is the template's own
- *    fallback date ("26 Jul 2024"), not today's: a prompt gives the same
- *    ids every day.
+ *    fallback date ("26 Jul 2024"), not today's (Hugging Face writes
+ *    today's for 3.2): a prompt gives the same ids every day.
  * None found: nothing changes. Allocates its copies (ML_E_NOMEM). */
 ml_status ml_chat_use_template_defaults(ml_chat *c, const char *tmpl, size_t len, ml_err *err);
 

@@ -244,12 +244,26 @@ static void test_template_defaults(void) {
                                "'\n'}}{% endfor %}";
     static const char plain[] = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
                                 "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}";
+    /* Qwen2.5-Math's braces inside the literal ("\\boxed{}"), a quote of the
+     * other kind and escaped quotes: text, as Jinja reads the literal */
+    static const char math[] =
+        "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + messages[0]['content'] + "
+        "'<|im_end|>\\n' }}{%- else %}{{- '<|im_start|>system\\nPlease reason step by step, and put your final "
+        "answer within \\\\boxed{}.<|im_end|>\\n' }}{%- endif %}";
+    static const char quotes[] = "{%- if messages[0]['role'] != 'system' %}{{- \"<|im_start|>system\\nYou're "
+                                 "\\\"kind\\\".<|im_end|>\\n\" }}{%- endif %}";
+    /* raw template text: Jinja there is no default */
+    static const char raw[] = "{% if messages[0]['role'] != 'system' %}<|im_start|>system\n{{ sys }}<|im_end|>\n"
+                              "{% endif %}";
     static const struct {
         const char *tmpl, *want; /* want: the default system message, NULL: none */
     } cases[] = {
         {qwen, "You are Q, a test.\tOK"},
         {smol, "You are S, two\nlines"},
         {plain, NULL},
+        {math, "Please reason step by step, and put your final answer within \\boxed{}."},
+        {quotes, "You're \"kind\"."},
+        {raw, NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         CHECK(!ml_chat_init(&c, ML_CHAT_CHATML, &t, -1, -1, -1, 0, 4096, &err), "chatml init: %s", err.msg);
@@ -267,8 +281,8 @@ static void test_template_defaults(void) {
             size_t n = 0;
             CHECK(!render(&c, own, 2, 1, &n) && count(tokens, n, T_IMS) == 3, "template %zu: the conversation's own "
                   "system message replaces it (%d turns, 3 expected)", i, count(tokens, n, T_IMS));
-            CHECK(!render(&c, NULL, 0, 1, &n) && count(tokens, n, T_IMS) == 2, "template %zu: no messages: the "
-                  "default system message, then the generation prompt", i);
+            CHECK(!render(&c, NULL, 0, 1, &n) && count(tokens, n, T_IMS) == 1, "template %zu: no messages: the "
+                  "generation prompt alone (Hugging Face writes no default without a first message)", i);
             int reply[] = {'o', 'k'};
             CHECK(incremental_equals_whole(&c, reply, 2, "ok"), "template %zu: turn by turn == whole", i);
             static int turn[1 << 14];
@@ -336,6 +350,28 @@ static void test_template_defaults(void) {
     CHECK(!ml_chat_init(&c, ML_CHAT_CHATML, &t, -1, -1, -1, 0, 4096, &err), "chatml init: %s", err.msg);
     CHECK(!same_render(&c, spaced, 2, bare, 2), "chatml keeps white space (its template has no trim)");
     ml_chat_free(&c);
+    /* The template's text comes on top of the text buffer a chat was set up
+     * for: a smallest chat (64 bytes) renders a 50-byte message with a
+     * long default system message, or after Llama 3.1's prefix. */
+    {
+        static const char longdef[] =
+            "{%- if messages[0]['role'] != 'system' %}{{- '<|im_start|>system\\nYou are a helpful assistant "
+            "with a default system message longer than the buffer.<|im_end|>\\n' }}{%- endif %}";
+        char msg50[51];
+        memset(msg50, 'a', 50), msg50[50] = 0;
+        ml_chat_msg one[] = {{ML_CHAT_USER, msg50}}, sys50[] = {{ML_CHAT_SYSTEM, msg50}, {ML_CHAT_USER, "hi"}};
+        size_t n = 0;
+        CHECK(!ml_chat_init(&c, ML_CHAT_CHATML, &t, -1, -1, -1, 0, 64, &err) &&
+                  !ml_chat_use_template_defaults(&c, longdef, strlen(longdef), &err) && c.default_system &&
+                  !render(&c, one, 1, 1, &n),
+              "a 64-byte chat: a long default system message fits beside a 50-byte message");
+        ml_chat_free(&c);
+        CHECK(!ml_chat_init(&c, ML_CHAT_LLAMA3, &t, -1, -1, -1, -1, 64, &err) &&
+                  !ml_chat_use_template_defaults(&c, l31, strlen(l31), &err) && c.system_prefix &&
+                  !render(&c, sys50, 2, 1, &n),
+              "a 64-byte chat: Llama 3.1's prefix fits beside a 50-byte system message");
+        ml_chat_free(&c);
+    }
     ml_tok_free(&t);
     GROUP_DONE("what a model's own template adds: default system message, Llama 3.1's system prefix, trim", f0);
 }

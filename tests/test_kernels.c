@@ -505,6 +505,16 @@ static void test_matmul(tctx *t, ml_type type, matmul_fn isa, matmul_fn sc, matv
     /* three groups in one row tile (the avx2 pair matmul takes two groups a
      * tile: a pair, then the last group alone) */
     matmul_case(t, type, 24, 5 * ML_QK, 15, MV_SCALED, isa, sc, mv_sc, name);
+    /* random shapes (this run's seed): row counts across several row tiles,
+     * odd group counts and tails, chunks of blocks, token counts around the
+     * body switch and the token tiles; matmul_case adds random row ranges */
+    for (int i = 0; i < (t->quick ? 4 : 12); i++) {
+        static const int tok_edges[] = {11, 12, 13, 15, 16, 17, 19, 63, 64, 65};
+        const int rows = ref_int(&t->rng, 1, 160), K = ML_QK * ref_int(&t->rng, 1, 12);
+        const int n_tok = i % 2 ? tok_edges[ref_int(&t->rng, 0, (int)(sizeof tok_edges / sizeof *tok_edges) - 1)]
+                                : ref_int(&t->rng, 1, 70);
+        matmul_case(t, type, rows, K, n_tok, i % 4 == 3 ? MV_EXTREME : MV_SCALED, isa, sc, mv_sc, name);
+    }
     char what[160];
     snprintf(what, sizeof what, "%s: batch = its tokens one by one, bit-exact vs scalar, row ranges, ldy gap", name);
     GROUP_DONE(what, before);
