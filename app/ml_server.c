@@ -454,9 +454,7 @@ static const char *read_params(server *sv, int root, gen_req *g) {
         g->seed = (unsigned long long)(long long)d;
         g->has_seed = 1;
     }
-    /* llama.cpp's server's sampling fields, as ml_run's options; OpenAI's
-     * additive penalties and log probabilities are not ours: refused, not
-     * ignored, unless they ask for nothing. */
+    /* llama.cpp's server's sampling fields, as ml_run's options */
     double d;
     g->repeat_penalty = 1.0, g->repeat_last_n = 64;
     d = 0;
@@ -469,31 +467,38 @@ static const char *read_params(server *sv, int root, gen_req *g) {
     if (num_field(j, root, "repeat_last_n", -1, 1 << 30, 1, &d))
         return "'repeat_last_n' must be an integer >= -1 (0 = off, -1 = the context)";
     g->repeat_last_n = (long)d;
-    static const char *const zero_only[] = {"presence_penalty", "frequency_penalty", "top_logprobs"};
-    for (size_t i = 0; i < sizeof zero_only / sizeof *zero_only; i++) {
-        d = 0;
-        if (num_field(j, root, zero_only[i], -1e300, 1e300, 0, &d) || d != 0)
-            return i < 2 ? "'presence_penalty' and 'frequency_penalty' are not supported (0 only; 'repeat_penalty' is)"
-                         : "log probabilities are not supported ('top_logprobs': 0 only)";
+    /* what we do not compute, accepted only at the value that asks for nothing */
+    static const struct {
+        const char *key;
+        double only;
+        const char *why;
+    } numbers[] = {
+        {"presence_penalty", 0, "'presence_penalty' is not supported (0 only; 'repeat_penalty' is)"},
+        {"frequency_penalty", 0, "'frequency_penalty' is not supported (0 only; 'repeat_penalty' is)"},
+        {"top_logprobs", 0, "log probabilities are not supported ('top_logprobs': 0 only)"},
+        {"n_probs", 0, "log probabilities are not supported ('n_probs': 0 only)"},
+        {"best_of", 1, "only 'best_of': 1 is supported"},
+    };
+    for (size_t i = 0; i < sizeof numbers / sizeof *numbers; i++) {
+        d = numbers[i].only;
+        if (num_field(j, root, numbers[i].key, -1e300, 1e300, 0, &d) || d != numbers[i].only) return numbers[i].why;
     }
-    if ((v = ml_json_get(j, root, "logprobs")) >= 0 && N[v].type != ML_JSON_NULL && N[v].type != ML_JSON_FALSE)
-        return "log probabilities are not supported ('logprobs': false only)";
-    d = 0;
-    if (num_field(j, root, "n_probs", -1e300, 1e300, 0, &d) || d != 0)
-        return "log probabilities are not supported ('n_probs': 0 only)";
-    d = 1;
-    if (num_field(j, root, "best_of", -1e300, 1e300, 0, &d) || d != 1) return "only 'best_of': 1 is supported";
-    if ((v = ml_json_get(j, root, "echo")) >= 0 && N[v].type != ML_JSON_NULL && N[v].type != ML_JSON_FALSE)
-        return "'echo' is not supported (false only)";
-    /* asked-for behaviour we do not have: an object or array that is not empty */
-    static const char *const empty_only[] = {"logit_bias", "tools", "functions", "response_format"};
-    for (size_t i = 0; i < sizeof empty_only / sizeof *empty_only; i++)
-        if ((v = ml_json_get(j, root, empty_only[i])) >= 0 && N[v].type != ML_JSON_NULL &&
+    static const struct {
+        const char *key, *why;
+    } falses[] = {{"logprobs", "log probabilities are not supported ('logprobs': false only)"},
+                  {"echo", "'echo' is not supported (false only)"}},
+      empties[] = {{"logit_bias", "'logit_bias' is not supported (empty only)"},
+                   {"tools", "tools and function calls are not supported"},
+                   {"functions", "tools and function calls are not supported"},
+                   {"response_format", "'response_format' other than text is not supported"}};
+    for (size_t i = 0; i < sizeof falses / sizeof *falses; i++)
+        if ((v = ml_json_get(j, root, falses[i].key)) >= 0 && N[v].type != ML_JSON_NULL && N[v].type != ML_JSON_FALSE)
+            return falses[i].why;
+    for (size_t i = 0; i < sizeof empties / sizeof *empties; i++)
+        if ((v = ml_json_get(j, root, empties[i].key)) >= 0 && N[v].type != ML_JSON_NULL &&
             !((N[v].type == ML_JSON_OBJECT || N[v].type == ML_JSON_ARRAY) && N[v].n_children == 0) &&
-            !(i == 3 && N[v].type == ML_JSON_OBJECT && response_format_text(j, v)))
-            return i == 0   ? "'logit_bias' is not supported (empty only)"
-                   : i < 3 ? "tools and function calls are not supported"
-                           : "'response_format' other than text is not supported";
+            (strcmp(empties[i].key, "response_format") || !response_format_text(j, v)))
+            return empties[i].why;
     if ((v = ml_json_get(j, root, "n")) >= 0 && N[v].type != ML_JSON_NULL && (N[v].type != ML_JSON_NUMBER || N[v].num != 1))
         return "only 'n': 1 is supported";
     if ((v = ml_json_get(j, root, "stream")) >= 0 && N[v].type != ML_JSON_NULL) {

@@ -1,4 +1,4 @@
-/* A 32-bit stat() must see files over 2 GiB, to say why they cannot load. */
+/* A 32-bit build must open and map files over 2 GiB, to say why they cannot load. */
 #define _FILE_OFFSET_BITS 64
 #include "core/file.h"
 
@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #if !defined(_WIN32)
 #include <unistd.h>
 #endif
@@ -36,22 +35,20 @@ static ml_status read_whole(ml_file *f, FILE *fp, const char *path, size_t size,
     return ML_OK;
 }
 
-/* A folder where a file was expected: most likely a Hugging Face checkpoint. */
-#define ML_FILE_DIR_MSG "%s: a folder, not a file (a Hugging Face model folder converts with tools/convert.py FOLDER OUT.mlb)"
-
-#if defined(_WIN32)
-/* A regular file's size, through the wide-char API (UTF-8 paths). */
+/* A regular file's size (ml_stat: 64 bits, UTF-8 paths on Windows too). A
+ * folder where a file was expected is most likely a Hugging Face checkpoint. */
 static ml_status regular_size(const char *path, uint64_t *size, ml_err *err) {
-    wchar_t w[ML_WPATH_MAX];
-    WIN32_FILE_ATTRIBUTE_DATA a;
-    if (!ml_path_wide(path, w, ML_WPATH_MAX)) return ml_errf(err, ML_E_IO, "%s: cannot open: not a UTF-8 path", path);
-    if (!GetFileAttributesExW(w, GetFileExInfoStandard, &a))
-        return ml_errf(err, ML_E_IO, "%s: cannot open: %s", path, strerror(ml_win_errno()));
-    if (a.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) return ml_errf(err, ML_E_IO, ML_FILE_DIR_MSG, path);
-    *size = ((uint64_t)a.nFileSizeHigh << 32) | a.nFileSizeLow;
+    ml_stat_t st;
+    if (ml_stat(path, &st) != 0) return ml_errf(err, ML_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (st.is_dir)
+        return ml_errf(err, ML_E_IO, "%s: a folder, not a file (a Hugging Face model folder converts with "
+                       "tools/convert.py FOLDER OUT.mlb)", path);
+    if (!st.is_reg) return ml_errf(err, ML_E_IO, "%s: not a regular file", path);
+    *size = st.size;
     return ML_OK;
 }
 
+#if defined(_WIN32)
 #if !defined(ML_NO_MMAP)
 static ml_status map_whole(ml_file *f, const char *path, ml_err *err) {
     wchar_t w[ML_WPATH_MAX];
@@ -76,16 +73,6 @@ static ml_status map_whole(ml_file *f, const char *path, ml_err *err) {
     return ML_OK;
 }
 #endif
-#else
-static ml_status regular_size(const char *path, uint64_t *size, ml_err *err) {
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return ml_errf(err, ML_E_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (S_ISDIR(st.st_mode)) return ml_errf(err, ML_E_IO, ML_FILE_DIR_MSG, path);
-    if (!S_ISREG(st.st_mode)) return ml_errf(err, ML_E_IO, "%s: not a regular file", path);
-    *size = (uint64_t)st.st_size;
-    return ML_OK;
-}
 #endif
 
 #if !defined(_WIN32) && !defined(ML_NO_MMAP)

@@ -133,8 +133,8 @@ void ml_chat_free(ml_chat *c) {
 static const char *chatml_default_system(const char *t, size_t len, size_t *n) {
     static const char open[] = "<|im_start|>system", close[] = "<|im_end|>";
     const size_t lo = sizeof open - 1, lc = sizeof close - 1;
-    for (size_t i = 0; i + lo <= len; i++) {
-        if (memcmp(t + i, open, lo)) continue;
+    for (const char *p = t; (p = find(p, len - (size_t)(p - t), open)); p++) {
+        const size_t i = (size_t)(p - t);
         size_t j = i + lo;
         if (j + 2 <= len && t[j] == '\\' && t[j + 1] == 'n') j += 2;
         else if (j < len && t[j] == '\n') j += 1;
