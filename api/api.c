@@ -155,8 +155,12 @@ void lml_model_get_info(const lml_model *m, lml_model_info *info) {
 
 /* ---- tokens ------------------------------------------------------------- */
 
-/* Either kind's need: the BPE bound (10 bytes' worth a byte) covers SentencePiece's (strlen + 3). */
-size_t lml_tokenize_capacity(const char *text) { return ml_bpe_max_tokens(strlen(text ? text : "")); }
+/* Either kind's need: the BPE bound of any tokenizer (10 entries a byte, more
+ * for text NFC may grow) covers SentencePiece's (strlen + 3). */
+size_t lml_tokenize_capacity(const char *text) {
+    if (!text) text = "";
+    return ml_bpe_max_tokens(NULL, text, strlen(text));
+}
 static lml_status tokenize(const lml_model *m, const char *text, int add_bos, int special, int *tokens,
                            size_t capacity, int *n_tokens, lml_error *err) {
     if (n_tokens) *n_tokens = 0;

@@ -868,9 +868,10 @@ static int start(server *sv) {
     sv->text_cap = (size_t)1 << 18;
     sv->out_cap = 6 * sv->text_cap + 65536;
     /* The prompt's ids: the body's text and the template's, with the encoder's workspace. */
-    /* lml_tokenize_capacity's bound (either kind of tokenizer), and lml_chat_capacity's per message. */
+    /* lml_tokenize_capacity's bound (either kind of tokenizer) and lml_chat_capacity's per message,
+     * for text NFC does not grow (a body of other text near the limit is refused as too long). */
     size_t text_max = (size_t)o->max_body + 64 * (ML_SRV_MAX_MSGS + 1);
-    sv->tok_cap = 10 * text_max + 16 + 16 * (ML_SRV_MAX_MSGS + 1);
+    sv->tok_cap = 10 * text_max + text_max / 4 + 17 + 16 * (ML_SRV_MAX_MSGS + 1);
     sv->json.cap = (int)(o->max_body / 2 + 2);
     sv->json.max_depth = (int)o->json_depth;
     sv->conns = calloc((size_t)o->max_queue, sizeof *sv->conns);

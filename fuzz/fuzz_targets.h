@@ -51,6 +51,7 @@
 #include "model/model.h"
 #include "model/sampler.h"
 #include "model/bpe.h"
+#include "model/nfc.h"
 #include "model/tokenizer.h"
 #include "model/tok.h"
 
@@ -287,22 +288,46 @@ static inline void fuzz_tok_encode(const fuzz_tokenizers *ft, const uint8_t *d, 
 
 /* ---- bpe -------------------------------------------------------------------- */
 
-/* Encode text (specials on or off) and check that the ids spell it. */
+/* Do a and b have the same NFC? */
+static inline int fuzz_nfc_equal(const char *a, size_t na, const char *b, size_t nb) {
+    const unsigned char *ua = (const unsigned char *)a, *ub = (const unsigned char *)b;
+    size_t da = ml_nfc_bound(ua, na), db = ml_nfc_bound(ub, nb), w = da > db ? da : db;
+    int *work = malloc((2 * w + 1) * sizeof *work);
+    unsigned char *oa = malloc(da + 1), *ob = malloc(db + 1);
+    int eq = 1;
+    if (work && oa && ob) {
+        size_t la = ml_nfc(ua, na, work, oa), lb = ml_nfc(ub, nb, work, ob);
+        eq = la == lb && !memcmp(oa, ob, la);
+    }
+    free(work), free(oa), free(ob);
+    return eq;
+}
+
+/* Encode text (specials on or off) and check that the ids spell it: under
+ * NFC, a text of the same NFC (the stretches between specials normalized). */
 static inline void fuzz_bpe_check(const ml_bpe *t, const char *text, size_t len, int opts) {
-    size_t cap = ml_bpe_max_tokens(len), n = 0, at = 0;
+    size_t cap = ml_bpe_max_tokens(t, text, len), n = 0, at = 0;
     int *ids = malloc(cap * sizeof *ids);
-    if (!ids) return;
+    char *spelled = malloc(cap);
+    if (!ids || !spelled) {
+        free(ids), free(spelled);
+        return;
+    }
     ml_status s = ml_bpe_encode(t, text, len, opts, ids, cap, &n, NULL);
-    int spelled = s == ML_OK && n <= len + 2;
-    for (size_t i = 0; spelled && i < n; i++) {
+    /* at most an id a byte of the text as encoded, and bos and eos */
+    size_t most = (t->flags & ML_BPE_NFC ? ml_nfc_bound((const unsigned char *)text, len) : len) + 2;
+    int ok = s == ML_OK && n <= most;
+    for (size_t i = 0; ok && i < n; i++) {
         size_t k = 0;
         const char *p = ml_bpe_token(t, ids[i], &k);
         if ((opts & ML_BPE_EOS) && i + 1 == n && ids[i] == t->eos) break;
-        spelled = p && k <= len - at && !memcmp(text + at, p, k);
+        ok = p && k <= cap - at;
+        if (ok) memcpy(spelled + at, p, k);
         at += k;
     }
-    free(ids);
-    FUZZ_ASSERT(spelled && (s != ML_OK || at == len || (opts & ML_BPE_EOS)), "BPE ids do not spell the text");
+    if (ok) ok = t->flags & ML_BPE_NFC ? fuzz_nfc_equal(spelled, at, text, len) : at == len && !memcmp(spelled, text, len);
+    free(ids), free(spelled);
+    FUZZ_ASSERT(ok, "BPE ids do not spell the text");
 }
 
 /* The built-in vocab: the 256 bytes, then merges of a few pieces, and two

@@ -156,8 +156,11 @@ LML_API void lml_model_get_info(const lml_model *m, lml_model_info *info);
 #define LML_TOKEN_BOS 1 /* begin of sequence (SentencePiece; lml_model_info.bos in general) */
 #define LML_TOKEN_EOS 2 /* end of sequence (SentencePiece; lml_model_info.eos in general) */
 
-/* Entries the tokens buffer of lml_tokenize needs for text: 10 * strlen(text)
- * + 16 (enough for either kind of tokenizer). */
+/* Entries the tokens buffer of lml_tokenize needs for text, enough for any
+ * tokenizer: 10 * strlen(text) + 16 for ASCII text; other text may need up to
+ * 10.25 entries a byte of its canonical decomposition (at most 3 bytes a
+ * byte) + 17, a tokenizer that normalizes to NFC (Qwen2's) holding the
+ * normalized text there. */
 LML_API size_t lml_tokenize_capacity(const char *text);
 /* Encode UTF-8 text (BOS first if add_bos and the vocabulary has one;
  * lml_model_info.add_bos is the tokenizer's own rule) into tokens[0..*n_tokens).

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/file.h"
+#include "model/nfc.h"
 #include "model/unicode_tables.h"
 
 _Static_assert(INT_MAX >= 2147483647, "the workspace holds ids and offsets in ints");
@@ -54,8 +55,8 @@ static ml_status check_header(ml_bpe *t, const char *name, const unsigned char *
         return ml_errf(err, ML_E_FORMAT,
                        "BPE tokenizer %s: pre: expected 0 (gpt-2), 1 (llama-bpe), 2 (qwen2) or 3 (smollm), got %u",
                        name, (unsigned)pre);
-    if (flags & ~(uint32_t)(ML_BPE_IGNORE_MERGES | ML_BPE_RANK_BY_RESULT))
-        return ml_errf(err, ML_E_FORMAT, "BPE tokenizer %s: flags: unknown bits 0x%x (known: 0x3)",
+    if (flags & ~(uint32_t)(ML_BPE_IGNORE_MERGES | ML_BPE_RANK_BY_RESULT | ML_BPE_NFC))
+        return ml_errf(err, ML_E_FORMAT, "BPE tokenizer %s: flags: unknown bits 0x%x (known: 0x7)",
                        name, (unsigned)flags);
     if (n_tokens < 256 || n_tokens > ML_BPE_MAX_VOCAB)
         return ml_errf(err, ML_E_FORMAT, "BPE tokenizer %s: n_tokens: expected 256..%d, got %u", name,
@@ -314,27 +315,12 @@ static const unsigned char ascii_class[128] = {
  * does not start a valid UTF-8 sequence (truncated, overlong, surrogate,
  * beyond U+10FFFF) is one character of class other. */
 static int char_class(const unsigned char *s, size_t n, size_t i, size_t *len) {
-    unsigned c = s[i];
-    if (c < 0x80) {
+    if (s[i] < 0x80) {
         *len = 1;
-        return ascii_class[c];
+        return ascii_class[s[i]];
     }
-    *len = 1;
-    uint32_t cp;
-    size_t k;
-    if (c >= 0xC2 && c <= 0xDF) cp = c & 0x1F, k = 2;
-    else if (c >= 0xE0 && c <= 0xEF) cp = c & 0x0F, k = 3;
-    else if (c >= 0xF0 && c <= 0xF4) cp = c & 0x07, k = 4;
-    else return ML_UNI_OTHER;
-    if (n - i < k) return ML_UNI_OTHER;
-    for (size_t j = 1; j < k; j++) {
-        if ((s[i + j] & 0xC0) != 0x80) return ML_UNI_OTHER;
-        cp = cp << 6 | (s[i + j] & 0x3F);
-    }
-    if ((k == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (k == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
-        return ML_UNI_OTHER;
-    *len = k;
-    return ml_uni_class(cp);
+    int32_t cp = ml_utf8_decode(s, n, i, len);
+    return cp < 0 ? ML_UNI_OTHER : ml_uni_class((uint32_t)cp);
 }
 
 /* The end of the run of characters of class cls from i. */
@@ -548,7 +534,35 @@ static size_t encode_plain(const ml_bpe *t, const unsigned char *s, size_t n, in
     return k;
 }
 
-size_t ml_bpe_max_tokens(size_t len) { return 10 * len + 16; }
+/* A stretch between specials, normalized first when norm is given (room for
+ * its NFC; work doubles as the normalizer's workspace). */
+static size_t encode_stretch(const ml_bpe *t, const unsigned char *s, size_t n, int *out, int *work,
+                             unsigned char *norm) {
+    for (size_t i = 0; norm && i < n; i++)
+        if (s[i] >= 0x80) {
+            n = ml_nfc(s, n, work, norm);
+            s = norm;
+            break;
+        }
+    return encode_plain(t, s, n, out, work);
+}
+
+/* The bytes the text can take normalized, 0 when it is not (no NFC, or
+ * ASCII, which NFC leaves as it is). */
+static size_t nfc_bytes(const ml_bpe *t, const unsigned char *s, size_t len) {
+    if (t && !(t->flags & ML_BPE_NFC)) return 0;
+    for (size_t i = 0; i < len; i++)
+        if (s[i] >= 0x80) return ml_nfc_bound(s, len);
+    return 0;
+}
+
+/* The ids, then the merges' 9 ints a byte of a piece, for each byte of the
+ * text as encoded; under NFC also the normalized bytes (a quarter int each). */
+static size_t max_tokens(size_t len, size_t nfc) { return nfc ? 10 * nfc + nfc / 4 + 17 : 10 * len + 16; }
+
+size_t ml_bpe_max_tokens(const ml_bpe *t, const char *text, size_t len) {
+    return max_tokens(len, text ? nfc_bytes(t, (const unsigned char *)text, len) : 0);
+}
 
 /* The special token that starts at s[i], longest first; -1 if none. */
 static int special_at(const ml_bpe *t, const unsigned char *s, size_t n, size_t i, int control) {
@@ -565,11 +579,15 @@ ml_status ml_bpe_encode(const ml_bpe *t, const char *text, size_t len, int opts,
                         size_t *n_ids, ml_err *err) {
     if (!t || (!text && len) || !ids || !n_ids)
         return ml_errf(err, ML_E_ARG, "BPE encode: NULL tokenizer, text, ids or count");
-    if (len > (size_t)INT_MAX / 16 || cap < ml_bpe_max_tokens(len))
-        return ml_errf(err, ML_E_ARG, "BPE encode: %zu bytes of text need %zu entries of ids, got %zu", len,
-                       ml_bpe_max_tokens(len), cap);
     const unsigned char *s = (const unsigned char *)text;
-    int *work = ids + len + 3;
+    size_t nfc = len <= (size_t)INT_MAX / 16 ? nfc_bytes(t, s, len) : 0, need = max_tokens(len, nfc);
+    if (len > (size_t)INT_MAX / 16 || nfc > (size_t)INT_MAX / 16 || cap < need)
+        return ml_errf(err, ML_E_ARG, "BPE encode: %zu bytes of text need %zu entries of ids, got %zu", len, need,
+                       cap);
+    /* the ids first (at most a text byte each, + 2), then the workspace, then the normalized text */
+    size_t text_max = nfc ? nfc : len;
+    int *work = ids + text_max + 3;
+    unsigned char *norm = nfc ? (unsigned char *)(ids + 10 * text_max + 3) : NULL;
     size_t k = 0, start = 0;
     if ((opts & ML_BPE_BOS) && t->bos >= 0) ids[k++] = t->bos;
     for (size_t i = 0; i < len && t->n_special;) {
@@ -579,12 +597,12 @@ ml_status ml_bpe_encode(const ml_bpe *t, const char *text, size_t len, int opts,
             i++;
             continue;
         }
-        k += encode_plain(t, s + start, i - start, ids + k, work);
+        k += encode_stretch(t, s + start, i - start, ids + k, work, norm);
         ids[k++] = id;
         i += tok_len(t, id);
         start = i;
     }
-    k += encode_plain(t, s + start, len - start, ids + k, work);
+    k += encode_stretch(t, s + start, len - start, ids + k, work, norm);
     if ((opts & ML_BPE_EOS) && t->eos >= 0) ids[k++] = t->eos;
     *n_ids = k;
     return ML_OK;

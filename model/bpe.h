@@ -15,7 +15,9 @@
  *                            that token, unmerged (HF "ignore_merges", Llama 3;
  *                            tiktoken always); bit 1: a merge's rank is its
  *                            result's id (tiktoken's rule) instead of its
- *                            position in the merge list; other bits 0
+ *                            position in the merge list; bit 2: the text is
+ *                            normalized to NFC first (HF normalizer "NFC",
+ *                            Qwen2's; model/nfc.h); other bits 0
  *   16  u32 n_tokens         1 .. ML_BPE_MAX_VOCAB
  *   20  u32 n_merges         0 .. ML_BPE_MAX_MERGES
  *   24  i32 bos   28 i32 eos   32 i32 eot (end of turn)   each -1 (none) or a token id
@@ -53,7 +55,7 @@
 #define ML_BPE_MAX_TOKEN_LEN 1024
 
 enum { ML_BPE_PRE_GPT2 = 0, ML_BPE_PRE_LLAMA3 = 1, ML_BPE_PRE_QWEN2 = 2, ML_BPE_PRE_SMOLLM = 3, ML_BPE_PRE_COUNT };
-enum { ML_BPE_IGNORE_MERGES = 1, ML_BPE_RANK_BY_RESULT = 2 };
+enum { ML_BPE_IGNORE_MERGES = 1, ML_BPE_RANK_BY_RESULT = 2, ML_BPE_NFC = 4 };
 enum {
     ML_BPE_NORMAL = 1,  /* merged from bytes by the BPE */
     ML_BPE_UNKNOWN = 2, /* never produced by encode */
@@ -101,16 +103,19 @@ void ml_bpe_free(ml_bpe *t);
 int ml_bpe_sniff(const void *data, size_t size);
 
 /* Entries the ids buffer of ml_bpe_encode needs for len bytes of text (the
- * buffer doubles as the merge workspace; the result has at most len + 2 ids). */
-size_t ml_bpe_max_tokens(size_t len);
+ * buffer doubles as the merge workspace and, under ML_BPE_NFC, holds the
+ * normalized text; the result has at most that text's bytes + 2 ids). t
+ * NULL: the most any tokenizer needs for this text. */
+size_t ml_bpe_max_tokens(const ml_bpe *t, const char *text, size_t len);
 
 /* Encode len bytes of text (UTF-8; an invalid byte is a character of class
  * "other" on its own, encoded as its byte). opts: ML_BPE_BOS (bos first, if
  * the tokenizer has one), ML_BPE_EOS (eos last, likewise), ML_BPE_SPECIAL
  * (control tokens spelled in the text are single tokens; without it
- * "<|im_end|>" is plain text; user-defined tokens always are). ids holds cap
- * entries, cap >= ml_bpe_max_tokens(len), else ML_E_ARG. *n_ids: the count.
- * Never allocates. */
+ * "<|im_end|>" is plain text; user-defined tokens always are). Under
+ * ML_BPE_NFC each stretch between special tokens is normalized first. ids
+ * holds cap entries, cap >= ml_bpe_max_tokens(t, text, len), else ML_E_ARG.
+ * *n_ids: the count. Never allocates. */
 ml_status ml_bpe_encode(const ml_bpe *t, const char *text, size_t len, int opts, int *ids, size_t cap,
                         size_t *n_ids, ml_err *err);
 

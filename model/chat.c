@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/nfc.h"
+
 /* ---- the templates: names, recognition, control tokens ------------------- */
 
 static const char *const names[ML_CHAT_COUNT] = {"chatml", "llama3", "zephyr", "llama2"};
@@ -233,9 +235,17 @@ typedef struct {
     ml_err *err;
 } builder;
 
-/* Entries ml_tok_encode needs for len bytes (its workspace included). */
-static size_t enc_need(const ml_tok *t, size_t len) {
-    return t->kind == ML_TOK_KIND_BPE ? ml_bpe_max_tokens(len) : len + 3;
+/* Entries ml_tok_encode needs for text (its workspace included); text NULL:
+ * len bytes that need no normalizing. */
+static size_t enc_need(const ml_tok *t, const char *text, size_t len) {
+    return t->kind != ML_TOK_KIND_BPE ? len + 3 : ml_bpe_max_tokens(&t->bpe, text, len);
+}
+
+/* The bytes s may take in the encoder: under NFC, its canonical decomposition's. */
+static size_t enc_bytes(const ml_tok *t, const char *s) {
+    size_t len = strlen(s);
+    if (t->kind != ML_TOK_KIND_BPE || !(t->bpe.flags & ML_BPE_NFC)) return len;
+    return ml_nfc_bound((const unsigned char *)s, len);
 }
 
 static void put_text_n(builder *b, const char *s, size_t len) {
@@ -263,7 +273,7 @@ static void flush_text(builder *b) {
     ml_chat *c = b->c;
     if (b->st || !c->text_n) return;
     c->text[c->text_n] = 0;
-    size_t need = enc_need(c->tok, c->text_n);
+    size_t need = enc_need(c->tok, c->text, c->text_n);
     int k = 0;
     if (b->cap - b->n < need)
         b->st = ml_errf(b->err, ML_E_ARG, "chat: %zu bytes of text need %zu token entries, %zu left", c->text_n, need,
@@ -390,10 +400,12 @@ static int put_template_system(builder *b, const ml_chat_msg *first) {
 }
 
 size_t ml_chat_max_tokens(const ml_chat *c, const ml_chat_msg *msgs, int n) {
-    size_t len = 64 + (c->default_system ? strlen(c->default_system) + 64 : 0) +
-                 (c->system_prefix ? strlen(c->system_prefix) + 64 : 0);
-    for (int i = 0; i < n; i++) len += strlen(msgs[i].content) + 64;
-    return enc_need(c->tok, len) + 16 * ((size_t)n + 1);
+    const ml_tok *t = c->tok;
+    size_t len = 64 + (c->default_system ? enc_bytes(t, c->default_system) + 64 : 0) +
+                 (c->system_prefix ? enc_bytes(t, c->system_prefix) + 64 : 0);
+    for (int i = 0; i < n; i++) len += enc_bytes(t, msgs[i].content) + 64;
+    /* and the normalized copy of the text, a quarter of an entry a byte */
+    return enc_need(t, NULL, len) + len / 4 + 1 + 16 * ((size_t)n + 1);
 }
 
 ml_status ml_chat_render(ml_chat *c, const ml_chat_msg *msgs, int n, int add_gen, int *tokens, size_t cap,

@@ -30,6 +30,7 @@
 #include "core/quant.h"
 #include "model/gguf.h"
 #include "model/mlb.h"
+#include "model/unicode_tables.h"
 
 /* The loader's limits (model/loader.c, tools/mlb.py LIMITS). */
 #define MAX_DIM (1u << 16)
@@ -38,7 +39,7 @@
 #define MAX_SEQ (1u << 20)
 #define MAX_PIECE 1024
 /* Bumped when this converter's output changes: cached files of an older one are not reused. */
-#define CONVERTER_VERSION "gguf_mlb 2"
+#define CONVERTER_VERSION "gguf_mlb 3"
 
 /* ======================================================== metadata -> header */
 
@@ -396,17 +397,9 @@ enum { BPE_HEAD = 48, BPE_NORMAL = 1, BPE_CONTROL = 3, BPE_USER = 4, BPE_BYTE = 
 
 /* One UTF-8 code point at s[*k] (advanced); -1 if malformed. */
 static long utf8_next(const unsigned char *s, uint64_t n, uint64_t *k) {
-    unsigned char b = s[*k];
-    int len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
-    if (!len || *k + (uint64_t)len > n) return -1;
-    long cp = len == 1 ? b : b & (0x7F >> len);
-    for (int i = 1; i < len; i++) {
-        if ((s[*k + i] & 0xC0) != 0x80) return -1;
-        cp = cp << 6 | (s[*k + i] & 0x3F);
-    }
-    static const long least[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < least[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return -1;
-    *k += (uint64_t)len;
+    size_t len;
+    int32_t cp = ml_utf8_decode(s, (size_t)n, (size_t)*k, &len);
+    if (cp >= 0) *k += len;
     return cp;
 }
 
@@ -585,7 +578,10 @@ static ml_status read_bpe(conv *c, const ml_gguf_kv *toks, const ml_gguf_kv *typ
         o += 12;
     }
     if (!s) {
-        uint32_t head[12] = {0, 1, (uint32_t)pi, pi == 1 ? 1u : 0u, (uint32_t)n, (uint32_t)nm, (uint32_t)ids[0],
+        /* llama-bpe ignores merges for whole tokens; Qwen2's tokenizer.json
+         * normalizes to NFC (a GGUF does not say so: its pre names the family). */
+        uint32_t flags = pi == 1 ? 1u : pi == 2 ? 4u : 0u;
+        uint32_t head[12] = {0, 1, (uint32_t)pi, flags, (uint32_t)n, (uint32_t)nm, (uint32_t)ids[0],
                              (uint32_t)ids[1], (uint32_t)(int32_t)eot, (uint32_t)(add_bos && ids[0] >= 0), 0, 0};
         memcpy(head, "MLBP", 4);
         memcpy(c->tok, head, sizeof head);

@@ -80,7 +80,7 @@ int ml_tok_eot(const ml_tok *t) { return t->kind == ML_TOK_KIND_BPE ? t->bpe.eot
 int ml_tok_add_bos(const ml_tok *t) { return t->kind == ML_TOK_KIND_BPE ? t->bpe.add_bos : 1; }
 
 size_t ml_tok_max_tokens(const ml_tok *t, const char *text) {
-    return t->kind == ML_TOK_KIND_BPE ? ml_bpe_max_tokens(strlen(text)) : ml_tokenizer_max_tokens(text);
+    return t->kind == ML_TOK_KIND_BPE ? ml_bpe_max_tokens(&t->bpe, text, strlen(text)) : ml_tokenizer_max_tokens(text);
 }
 
 ml_status ml_tok_encode(const ml_tok *t, const char *text, int bos, int eos, int special, int *tokens,
@@ -89,7 +89,7 @@ ml_status ml_tok_encode(const ml_tok *t, const char *text, int bos, int eos, int
     if (!text || !n_tokens) return ml_errf(err, ML_E_ARG, "BPE encode: NULL text or count");
     size_t len = strlen(text), n = 0;
     int opts = (bos ? ML_BPE_BOS : 0) | (eos ? ML_BPE_EOS : 0) | (special ? ML_BPE_SPECIAL : 0);
-    ml_status s = ml_bpe_encode(&t->bpe, text, len, opts, tokens, ml_bpe_max_tokens(len), &n, err);
+    ml_status s = ml_bpe_encode(&t->bpe, text, len, opts, tokens, ml_bpe_max_tokens(&t->bpe, text, len), &n, err);
     *n_tokens = s ? 0 : (int)n;
     return s;
 }

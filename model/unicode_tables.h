@@ -5,6 +5,7 @@
 #ifndef ML_UNICODE_TABLES_H
 #define ML_UNICODE_TABLES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 enum { ML_UNI_OTHER = 0, ML_UNI_LETTER = 1, ML_UNI_NUMBER = 2, ML_UNI_SPACE = 3 };
@@ -20,5 +21,10 @@ extern const ml_uni_range ml_uni_ranges[]; /* (ml_uni_n_ranges) sorted, disjoint
 
 /* The class of code point cp (any value; beyond U+10FFFF: ML_UNI_OTHER). */
 int ml_uni_class(uint32_t cp);
+
+/* The code point of the UTF-8 sequence at s[i] (i < n), *len its bytes; -1
+ * and *len 1 for a byte that does not start a valid one (truncated,
+ * overlong, a surrogate, beyond U+10FFFF). */
+int32_t ml_utf8_decode(const unsigned char *s, size_t n, size_t i, size_t *len);
 
 #endif

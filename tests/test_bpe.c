@@ -3,8 +3,9 @@
  * a tie, whole pieces (ignore_merges), each pre-tokenizer's split of tricky
  * strings (expected pieces from Hugging Face tokenizers' Split with the
  * published patterns), control and user-defined tokens with and without
- * ML_BPE_SPECIAL, the streaming UTF-8 decode, malformed files (every field,
- * every truncation, random corruption). In memory only: no files. */
+ * ML_BPE_SPECIAL, text normalized to NFC under ML_BPE_NFC, the streaming
+ * UTF-8 decode, malformed files (every field, every truncation, random
+ * corruption). In memory only: no files. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,7 +84,7 @@ static int load(ml_bpe *t, const image *im) {
 static int enc(const ml_bpe *t, const char *text, int opts, int *out) {
     static int buf[4096];
     size_t n = 0, len = strlen(text);
-    if (ml_bpe_max_tokens(len) > sizeof buf / sizeof *buf) return -1;
+    if (ml_bpe_max_tokens(t, text, len) > sizeof buf / sizeof *buf) return -1;
     if (ml_bpe_encode(t, text, len, opts, buf, sizeof buf / sizeof *buf, &n, NULL)) return -1;
     if (n > 64) return -1;
     memcpy(out, buf, n * sizeof *out);
@@ -309,6 +310,50 @@ static void test_specials(void) {
     GROUP_DONE("special tokens: control only on request, user-defined always", f0);
 }
 
+/* ---- NFC ------------------------------------------------------------------------ */
+
+/* Under ML_BPE_NFC a text is encoded as its NFC (Qwen2's normalizer), each
+ * stretch between special tokens on its own; without, as its bytes. */
+static void test_nfc(void) {
+    int f0 = tl_failed;
+    image im;
+    ml_bpe plain, nfc;
+    build_image(&im, ML_BPE_PRE_QWEN2, 0, merges_bc_first, N_MERGES);
+    int ok = load(&plain, &im);
+    build_image(&im, ML_BPE_PRE_QWEN2, ML_BPE_NFC, merges_bc_first, N_MERGES);
+    if (!load(&nfc, &im) || !ok) {
+        CHECK(0, "the hand-made vocabularies load");
+        return;
+    }
+    /* e + COMBINING ACUTE ACCENT (U+0301) is U+00E9 in NFC: its two bytes */
+    EXPECT(&nfc, "abce\xcc\x81", 0, T_ABC, 0xC3, 0xA9);
+    EXPECT(&plain, "abce\xcc\x81", 0, T_ABC, 'e', 0xCC, 0x81);
+    EXPECT(&nfc, "\xc3\xa9" "abc", 0, 0xC3, 0xA9, T_ABC);
+    /* ANGSTROM SIGN (U+212B) is U+00C5; a Hangul L V T is one syllable (U+CE7B) */
+    EXPECT(&nfc, "\xe2\x84\xab", 0, 0xC3, 0x85);
+    EXPECT(&nfc, "\xe1\x84\x8f\xe1\x85\xa1\xe1\x86\xae", 0, 0xEC, 0xB9, 0xBB);
+    /* a special token splits the text: the accent after it has no base */
+    EXPECT(&nfc, "e<|end|>\xcc\x81", ML_BPE_SPECIAL, 'e', T_END, 0xCC, 0x81);
+    EXPECT(&nfc, "e\xcc\x81<|end|>", ML_BPE_SPECIAL | ML_BPE_EOS, 0xC3, 0xA9, T_END, T_END);
+    /* ASCII and invalid bytes go through as they are */
+    EXPECT(&nfc, "abc\xff\xcc", 0, T_ABC, 0xFF, 0xCC);
+    /* GREEK DIALYTIKA TONOS (U+0344, 2 bytes) is U+0308 U+0301 (4 bytes): the
+     * bound grows with the text's decomposition */
+    const char *grows = "\xcd\x84\xcd\x84\xcd\x84";
+    CHECK(ml_bpe_max_tokens(&nfc, grows, 6) > ml_bpe_max_tokens(&plain, grows, 6) &&
+              ml_bpe_max_tokens(NULL, grows, 6) >= ml_bpe_max_tokens(&nfc, grows, 6) &&
+              ml_bpe_max_tokens(&nfc, "abc", 3) == ml_bpe_max_tokens(&plain, "abc", 3),
+          "ml_bpe_max_tokens: more room for text NFC grows, as much as before for ASCII");
+    EXPECT(&nfc, grows, 0, 0xCC, 0x88, 0xCC, 0x81, 0xCC, 0x88, 0xCC, 0x81, 0xCC, 0x88, 0xCC, 0x81);
+    int ids[64];
+    size_t n = 0;
+    size_t need = ml_bpe_max_tokens(&nfc, grows, 6);
+    CHECK(ml_bpe_encode(&nfc, grows, 6, 0, ids, need - 1, &n, NULL) == ML_E_ARG, "one entry less than the bound: ML_E_ARG");
+    ml_bpe_free(&plain);
+    ml_bpe_free(&nfc);
+    GROUP_DONE("NFC before the pre-tokenizer (ML_BPE_NFC), per stretch between specials", f0);
+}
+
 /* ---- streaming decode ------------------------------------------------------------ */
 
 static size_t feed(ml_utf8_stream *s, const char *p, char *out) { return ml_utf8_stream_feed(s, p, strlen(p), out); }
@@ -360,7 +405,7 @@ static void test_malformed(void) {
         {0, 0x50424C4E, "magic", "magic"},
         {4, 2, "version", "version 2"},
         {8, 4, "pre", "pre-tokenizer 4"},
-        {12, 4, "flags", "unknown flag"},
+        {12, 8, "flags", "unknown flag"},
         {16, 255, "n_tokens", "255 tokens"},
         {16, N_TOK + 1, "token 267", "one token more than the file has"},
         {16, N_TOK - 1, "merges", "one token less"},
@@ -435,6 +480,7 @@ int ml_main(int argc, char **argv) {
     test_merges();
     test_splits();
     test_specials();
+    test_nfc();
     test_stream();
     test_malformed();
     return tl_summary();

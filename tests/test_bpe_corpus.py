@@ -204,6 +204,37 @@ def gguf_check(tf_hf, pre, tmp):
                   f"{pre}: bpe_from_gguf reads the same vocabulary from GGUF metadata (flags {tf.flags})")
 
 
+def nfc_check(tj, text, model, tmp, tokenizers, decode):
+    """Qwen2's normalizer (NFC) on the corpus written decomposed (NFD): the
+    ids Hugging Face gives; any other normalizer is refused by bpe_from_hf."""
+    import unicodedata
+    folder = os.path.join(tmp, "hf-qwen2-nfc")
+    os.makedirs(folder)
+    for norm in ({"type": "NFKC"}, {"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Lowercase"}]}):
+        with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+            json.dump(dict(tj, normalizer=norm), f)
+        try:
+            tokfile.bpe_from_hf(folder)
+            checks.report(False, f"bpe_from_hf refuses the normalizer {norm}")
+        except tokfile.TokFileError as e:
+            checks.report("normalizer" in str(e), f"bpe_from_hf refuses the normalizer {norm}: {e}")
+    with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(dict(tj, normalizer={"type": "NFC"}), f)
+    tf = tokfile.bpe_from_hf(folder)
+    checks.report(tf.flags & tokfile.NFC, "qwen2: bpe_from_hf reads the NFC normalizer into the flags")
+    path = os.path.join(tmp, "qwen2-nfc.hf.bpe")
+    with open(path, "wb") as f:
+        f.write(tf.to_bytes())
+    nfd = unicodedata.normalize("NFD", text)
+    nfd_path = os.path.join(tmp, "corpus-nfd.txt")
+    with open(nfd_path, "w", encoding="utf-8", newline="") as f:
+        f.write(nfd)
+    hf = tokenizers.Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+    got, _ = ours(path, model, nfd_path, "--special")
+    compare(f"qwen2 + NFC: Hugging Face tokenizers on the corpus in NFD ({len(nfd.encode())} bytes)", got,
+            hf.encode(nfd, add_special_tokens=False).ids, decode)
+
+
 def run_check(path, model):
     """ml_run with a BPE file: the prompt comes back whole, a character split
     across tokens included (GPT-2's vocabulary cuts 你 and the emoji)."""
@@ -311,6 +342,8 @@ def main():
                     hf.encode(text, add_special_tokens=False).ids, enc.decode)
             if pre == "llama-bpe":  # once: the reading does not depend on pre (flags do)
                 gguf_check(tf_hf, pre, tmp)
+            if pre == "qwen2":
+                nfc_check(hf_tokenizer_json(ranks, merges, pre), text, model, tmp, tokenizers, enc.decode)
         for pre, ms, tk in speed:
             print(f"speed {pre}: ours {ms:.1f} ms, tiktoken {tiktoken.__version__} {tk:.1f} ms: "
                   f"{tk / ms:.2f}x tiktoken's speed (one thread, {len(text.encode())} bytes, medians of {SPEED_REPS})")

@@ -11,7 +11,7 @@ API (tools/convert.py and the tests import this module):
 A TokFile holds: pre ("gpt-2", "llama-bpe", "qwen2", "smollm": each number
 character alone, gpt-2's rule between; SmolLM2's Digits + ByteLevel), tokens (raw bytes),
 types (TYPE_*), merges ([(left, right, result)] in rank order), flags
-(IGNORE_MERGES, RANK_BY_RESULT), bos, eos, eot (-1: none) and add_bos.
+(IGNORE_MERGES, RANK_BY_RESULT, NFC), bos, eos, eot (-1: none) and add_bos.
 Every failure raises TokFileError with a message naming the field.
 
 Command line:
@@ -27,7 +27,7 @@ import sys
 MAGIC = b"MLBP"
 VERSION = 1
 PRE = {"gpt-2": 0, "llama-bpe": 1, "qwen2": 2, "smollm": 3}
-IGNORE_MERGES, RANK_BY_RESULT = 1, 2
+IGNORE_MERGES, RANK_BY_RESULT, NFC = 1, 2, 4
 TYPE_NORMAL, TYPE_UNKNOWN, TYPE_CONTROL, TYPE_USER, TYPE_UNUSED, TYPE_BYTE = 1, 2, 3, 4, 5, 6
 MAX_TOKEN_LEN = 1024
 
@@ -216,7 +216,8 @@ def bpe_from_gguf(reader):
     if ids["eot"] < 0:
         ids["eot"] = _guess_eot(tokens, types)
     add_bos = bool(get("add_bos_token", False)) and ids["bos"] >= 0
-    flags = IGNORE_MERGES if pre == "llama-bpe" else 0
+    # Qwen2's tokenizer.json normalizes to NFC; a GGUF does not say so, its pre names the family
+    flags = IGNORE_MERGES if pre == "llama-bpe" else NFC if pre == "qwen2" else 0
     return TokFile(pre, tokens, types, merges, flags, ids["bos"], ids["eos"], ids["eot"], add_bos)
 
 
@@ -255,6 +256,17 @@ def _hf_pre(tj, what):
     raise TokFileError(f"{what}: pre_tokenizer {json.dumps(pt)[:80]} is not a byte-level BPE one")
 
 
+def _hf_normalizer(tj, what):
+    """The tokenizer.json normalizer as flags: none, or NFC (Qwen2's). Any
+    other would give its text other ids than ours: refused."""
+    norm = tj.get("normalizer")
+    parts = norm.get("normalizers") if isinstance(norm, dict) and norm.get("type") == "Sequence" else [norm]
+    kinds = {p.get("type") if isinstance(p, dict) else repr(p) for p in parts or [] if p is not None}
+    if kinds - {"NFC"}:
+        raise TokFileError(f"{what}: normalizer {json.dumps(norm)[:80]} is not supported (NFC or none)")
+    return NFC if kinds else 0
+
+
 def _content(v):
     return v.get("content") if isinstance(v, dict) else v
 
@@ -286,7 +298,7 @@ def bpe_from_hf(folder, pre=None):
             tokens[i] = b"[PAD%d]" % i
     pairs = [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m) for m in model.get("merges") or []]
     merges = _merges_from_pairs(tokens, pairs, f"{path}: model.merges")
-    flags = IGNORE_MERGES if model.get("ignore_merges") else 0
+    flags = (IGNORE_MERGES if model.get("ignore_merges") else 0) | _hf_normalizer(tj, path)
     cfg = {}
     cpath = os.path.join(folder, "tokenizer_config.json")
     if os.path.exists(cpath):

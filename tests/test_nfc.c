@@ -1,0 +1,141 @@
+/* model/nfc: Unicode Normalization Form C as Unicode Standard Annex #15
+ * defines it, on the cases that make up the algorithm (composition,
+ * canonical reordering, blocking, singletons, exclusions, Hangul, starters
+ * that compose, a long run of marks, bytes that are not UTF-8), then over
+ * every code point: NFC is idempotent and within ml_nfc_bound.
+ *
+ * `test_nfc --filter IN OUT` writes the NFC of file IN to OUT: with it
+ * tests/test_nfc_ref.py compares every code point and random sequences with
+ * Python's unicodedata.normalize. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/nfc.h"
+#include "tests/testlib.h"
+
+/* The NFC of text (len bytes) in a static buffer, its length in *n. */
+static const unsigned char *nfc(const char *text, size_t len, size_t *n) {
+    static int work[2 * 4096];
+    static unsigned char out[4096];
+    size_t bound = ml_nfc_bound((const unsigned char *)text, len);
+    if (bound > sizeof out) {
+        *n = 0;
+        return NULL;
+    }
+    *n = ml_nfc((const unsigned char *)text, len, work, out);
+    return out;
+}
+
+#define EXPECT_NFC(text, want, what)                                                                   \
+    do {                                                                                               \
+        size_t n_;                                                                                     \
+        const unsigned char *got_ = nfc(text, sizeof text - 1, &n_);                                   \
+        CHECK(got_ && n_ == sizeof want - 1 && !memcmp(got_, want, n_), "%s: %zu bytes, expected %zu", \
+              what, n_, sizeof want - 1);                                                              \
+    } while (0)
+
+static void test_cases(void) {
+    int f0 = tl_failed;
+    EXPECT_NFC("plain ASCII text", "plain ASCII text", "ASCII is its own NFC");
+    EXPECT_NFC("e\xcc\x81", "\xc3\xa9", "e + COMBINING ACUTE: U+00E9");
+    EXPECT_NFC("\xc3\xa9", "\xc3\xa9", "a composed letter stays");
+    /* dot above (class 230) after dot below (220): reordered, the first composes */
+    EXPECT_NFC("a\xcc\x87\xcc\xa3", "\xe1\xba\xa1\xcc\x87", "a + dot above + dot below: U+1EA1 U+0307");
+    EXPECT_NFC("a\xcc\x81\xcc\x81", "\xc3\xa1\xcc\x81", "a second acute is blocked by the first");
+    EXPECT_NFC("A\xcc\x8a\xcc\x81", "\xc7\xba", "A + ring + acute: U+01FA, composed twice");
+    EXPECT_NFC("\xe2\x84\xab", "\xc3\x85", "ANGSTROM SIGN (a singleton): U+00C5");
+    EXPECT_NFC("\xe2\x84\xa6", "\xce\xa9", "OHM SIGN (a singleton): U+03A9");
+    EXPECT_NFC("\xe0\xa5\x98", "\xe0\xa4\x95\xe0\xa4\xbc", "DEVANAGARI QA (excluded): stays decomposed");
+    EXPECT_NFC("\xcd\x84", "\xcc\x88\xcc\x81", "U+0344 (a non-starter decomposition): two marks");
+    EXPECT_NFC("\xe1\xba\x9b\xcc\xa3", "\xe1\xba\x9b\xcc\xa3", "U+1E9B U+0323 (UAX #15's example)");
+    EXPECT_NFC("\xe0\xad\x87\xe0\xac\xbe", "\xe0\xad\x8b", "two starters compose: ORIYA E + AA = U+0B4B");
+    EXPECT_NFC("\xe1\x84\x8f\xe1\x85\xa1\xe1\x86\xae", "\xec\xb9\xbb", "Hangul L V T: one syllable U+CE7B");
+    EXPECT_NFC("\xea\xb0\x80\xe1\x86\xa8", "\xea\xb0\x81", "Hangul LV + T: U+AC01");
+    EXPECT_NFC("\xea\xb0\x81\xe1\x86\xa8", "\xea\xb0\x81\xe1\x86\xa8", "Hangul LVT + T: no composite");
+    EXPECT_NFC("\xcc\x81" "e", "\xcc\x81" "e", "a mark with no starter before it stays");
+    EXPECT_NFC("\xff" "e\xcc\x81\xcc", "\xff\xc3\xa9\xcc", "bytes that are not UTF-8 go through");
+    EXPECT_NFC("e\xed\xa0\x80\xcc\x81", "e\xed\xa0\x80\xcc\x81", "a surrogate's bytes block like starters");
+    /* 40 marks, acute (230) and grave below (220) alternating: sorted by class
+     * (the long-run path), then the first acute meets no blocker */
+    char run[1 + 80], want[2 + 78];
+    run[0] = 'a';
+    for (int i = 0; i < 20; i++) memcpy(run + 1 + 4 * i, "\xcc\x81\xcc\x96", 4);
+    memcpy(want, "\xc3\xa1", 2);
+    for (int i = 0; i < 20; i++) memcpy(want + 2 + 2 * i, "\xcc\x96", 2);
+    for (int i = 0; i < 19; i++) memcpy(want + 42 + 2 * i, "\xcc\x81", 2);
+    size_t n;
+    const unsigned char *got = nfc(run, sizeof run, &n);
+    CHECK(got && n == sizeof want && !memcmp(got, want, n), "40 marks: sorted stably by class, the first acute composed");
+    CHECK(ml_nfc_bound((const unsigned char *)"ASCII", 5) == 5 && ml_nfc_bound((const unsigned char *)"\xc3\xa9", 2) == 3 &&
+              ml_nfc_bound((const unsigned char *)"\xea\xb0\x81", 3) == 9,
+          "ml_nfc_bound: the canonical decomposition's bytes");
+    GROUP_DONE("NFC: composition, reordering, blocking, singletons, exclusions, Hangul, invalid bytes", f0);
+}
+
+static size_t put_utf8(char *o, unsigned cp) {
+    if (cp < 0x80) return (size_t)(o[0] = (char)cp, 1);
+    if (cp < 0x800) return o[0] = (char)(0xC0 | cp >> 6), o[1] = (char)(0x80 | (cp & 0x3F)), 2;
+    if (cp < 0x10000)
+        return o[0] = (char)(0xE0 | cp >> 12), o[1] = (char)(0x80 | (cp >> 6 & 0x3F)), o[2] = (char)(0x80 | (cp & 0x3F)), 3;
+    o[0] = (char)(0xF0 | cp >> 18), o[1] = (char)(0x80 | (cp >> 12 & 0x3F));
+    o[2] = (char)(0x80 | (cp >> 6 & 0x3F)), o[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* Every code point, alone and after 'a' (which many marks compose with):
+ * NFC within the bound, and NFC again changes nothing. */
+static void test_every_code_point(void) {
+    int f0 = tl_failed, bad = 0;
+    for (unsigned cp = 0; cp < 0x110000; cp++) {
+        if (cp >= 0xD800 && cp < 0xE000) continue;
+        char s[8];
+        s[0] = 'a';
+        size_t len = 1 + put_utf8(s + 1, cp);
+        for (int alone = 0; alone < 2; alone++) {
+            const char *t = s + alone;
+            size_t tl = len - (size_t)alone, n1, n2;
+            unsigned char once[64];
+            const unsigned char *p = nfc(t, tl, &n1);
+            int ok = p && n1 <= ml_nfc_bound((const unsigned char *)t, tl) && n1 <= sizeof once;
+            if (ok) {
+                memcpy(once, p, n1);
+                p = nfc((const char *)once, n1, &n2);
+                ok = p && n2 == n1 && !memcmp(p, once, n1);
+            }
+            if (!ok && bad++ < 5) printf("  U+%04X%s: NFC over its bound or not idempotent\n", cp, alone ? "" : " after 'a'");
+        }
+    }
+    CHECK(!bad, "%d of 2 x 1112064 texts broke it", bad);
+    GROUP_DONE("NFC of every code point: within ml_nfc_bound, idempotent", f0);
+}
+
+/* Normalize file in into file out (for tests/test_nfc_ref.py). */
+static int filter(const char *in, const char *out) {
+    FILE *f = fopen(in, "rb");
+    if (!f) return perror(in), 2;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *s = malloc((size_t)len + 1);
+    size_t got = s ? fread(s, 1, (size_t)len, f) : 0;
+    fclose(f);
+    size_t bound = ml_nfc_bound(s, got);
+    int *work = malloc((2 * bound + 1) * sizeof *work);
+    unsigned char *o = malloc(bound + 1);
+    if (!s || got != (size_t)len || !work || !o) return fprintf(stderr, "%s: cannot read it\n", in), 2;
+    size_t n = ml_nfc(s, got, work, o);
+    f = fopen(out, "wb");
+    int rc = !f || fwrite(o, 1, n, f) != n;
+    if (f && fclose(f)) rc = 1;
+    free(s), free(work), free(o);
+    return rc ? (perror(out), 2) : 0;
+}
+
+int ml_main(int argc, char **argv) {
+    if (argc == 4 && !strcmp(argv[1], "--filter")) return filter(argv[2], argv[3]);
+    printf("Unicode %s\n", ml_nfc_version);
+    test_cases();
+    test_every_code_point();
+    return tl_summary();
+}
