@@ -252,14 +252,18 @@ int ml_json_parse(ml_json *j, char *text, size_t len) {
     return 0;
 }
 
+/* A name given twice means its last value, as Python's json, JavaScript and
+ * nlohmann::json (llama.cpp's server) read it: a proxy that checked the last
+ * value must not see us act on the first. */
 int ml_json_get(const ml_json *j, int obj, const char *key) {
     if (obj < 0 || obj >= j->n || j->nodes[obj].type != ML_JSON_OBJECT) return -1;
+    int found = -1;
     for (int k = j->nodes[obj].child; k >= 0;) {
         int v = j->nodes[k].next;
-        if (!strcmp(j->nodes[k].str, key)) return v;
+        if (!strcmp(j->nodes[k].str, key)) found = v;
         k = j->nodes[v].next;
     }
-    return -1;
+    return found;
 }
 
 /* ---- the writer ------------------------------------------------------------------ */

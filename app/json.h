@@ -35,7 +35,8 @@ typedef struct {
  * nodes than cap, trailing bytes). */
 int ml_json_parse(ml_json *j, char *text, size_t len);
 
-/* The value of key in object node obj; -1 if absent (or obj is no object). */
+/* The value of key in object node obj (its last, if the name repeats); -1 if
+ * absent (or obj is no object). */
 int ml_json_get(const ml_json *j, int obj, const char *key);
 
 /* Append s (len bytes of UTF-8; an invalid byte becomes U+FFFD) as a JSON

@@ -35,6 +35,9 @@ static void test_json(void) {
     CHECK(b > 0 && !strcmp(nodes[b].str, "x\ty\xc3\xa9\xf0\x9f\x98\x80\"") && nodes[b].len == 10,
           "escapes, \\u00e9 and a surrogate pair unescaped in place");
     CHECK(ml_json_get(&j, 0, "c") == -1 && ml_json_get(&j, a, "a") == -1, "absent keys, a non-object");
+    CHECK(!parse(&j, "{\"a\": 1, \"b\": 2, \"a\": \"x\"}", 2) && (a = ml_json_get(&j, 0, "a")) > 0 &&
+              nodes[a].type == ML_JSON_STRING && nodes[0].n_children == 3,
+          "a repeated name: its last value (as Python's json and llama.cpp's nlohmann::json)");
     CHECK(!parse(&j, "[]", 2) && nodes[0].n_children == 0 && !parse(&j, "{}", 2), "empty containers");
     CHECK(!parse(&j, "[[1]]", 3) && parse(&j, "[[[1]]]", 3), "depth 3 passes, 4 is refused: %s", j.msg);
     static const char *const bad[] = {
