@@ -210,7 +210,12 @@ static int send_all(conn *c, const char *p, size_t n) {
             int r = poll(&pf, 1, (int)c->wait_left);
             c->wait_left -= (ml_cli_now() - t0) * 1e3;
             if (r > 0 && !(pf.revents & (POLLERR | POLLHUP))) continue;
-            if (r < 0 && errno == EINTR && !stopping) continue;
+            /* SIGINT/SIGTERM: the write ends its event within a second, so
+             * that the stream can end with a word of why */
+            if (r < 0 && errno == EINTR) {
+                if (stopping && c->wait_left > LINGER_MS) c->wait_left = LINGER_MS;
+                continue;
+            }
         }
         return -1;
     }
@@ -235,7 +240,7 @@ static int send_json(conn *c, int status, const char *body, size_t len) {
     char head[256];
     int h = snprintf(head, sizeof head,
                      "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\nConnection: %s\r\n\r\n",
-                     status, ml_http_reason(status), len, c->req.keep_alive && status < 400 ? "keep-alive" : "close");
+                     status, ml_http_reason(status), len, c->req.keep_alive && status < 400 && !stopping ? "keep-alive" : "close");
     int head_only = !strcmp(c->req.method, "HEAD"); /* a reply to HEAD has no body (RFC 9110) */
     return send_all(c, head, (size_t)h) || (!head_only && send_all(c, body, len)) ? -1 : 0;
 }
@@ -533,6 +538,7 @@ typedef struct {
     char id[48];
     long created;
     int generating, n_gen, gone;
+    int cut;                 /* SIGINT/SIGTERM ended the generation */
     size_t text_n, sent;     /* the reply's bytes so far; streamed up to sent */
     int full;                /* the text buffer is full */
     lml_utf8_state utf8;
@@ -564,6 +570,30 @@ static size_t whole_chars(const char *t, size_t n) {
     return n;
 }
 
+/* Send the event at out[16..n) as an HTTP chunk (its size line goes in the
+ * 16 bytes before it), or alone to an HTTP/1.0 client. */
+static int send_chunk(gen_ctx *x, size_t n) {
+    server *sv = x->sv;
+    if (outf(sv, &n, "\n\n\r\n")) return -1;
+    if (x->c->req.http10) return send_all(x->c, sv->out + 16, n - 16 - 2); /* no chunks: the event alone */
+    char size[16];
+    int sl = snprintf(size, sizeof size, "%zx\r\n", n - 16 - 2);
+    memcpy(sv->out + 16 - sl, size, (size_t)sl);
+    return send_all(x->c, sv->out + 16 - sl, n - 16 + (size_t)sl);
+}
+
+/* A stream that cannot finish ends with an error event, as OpenAI's do
+ * (the openai package raises it), and no "data: [DONE]". */
+static int send_error_event(gen_ctx *x, int status, const char *msg) {
+    server *sv = x->sv;
+    size_t n = 16;
+    outf(sv, &n, "data: {\"error\":{\"message\":");
+    if (ml_json_put_string(sv->out, sv->out_cap, &n, msg, strlen(msg))) return -1;
+    outf(sv, &n, ",\"type\":\"server_error\",\"code\":%d}}", status);
+    static const char end[] = "0\r\n\r\n";
+    return send_chunk(x, n) || (!x->c->req.http10 && send_all(x->c, end, sizeof end - 1)) ? -1 : 0;
+}
+
 /* One server-sent event as an HTTP chunk. delta: the text to send, or
  * NULL for the final event (finish_reason). */
 static int send_event(gen_ctx *x, const char *delta, size_t len, const char *finish, int usage, int n_prompt) {
@@ -589,12 +619,7 @@ static int send_event(gen_ctx *x, const char *delta, size_t len, const char *fin
         if (finish) outf(sv, &n, ",\"finish_reason\":\"%s\"}]}", finish);
         else outf(sv, &n, ",\"finish_reason\":null}]}");
     }
-    if (outf(sv, &n, "\n\n\r\n")) return -1;
-    if (x->c->req.http10) return send_all(x->c, sv->out + 16, n - 16 - 2); /* no chunks: the event alone */
-    char size[16];
-    int sl = snprintf(size, sizeof size, "%zx\r\n", n - 16 - 2);
-    memcpy(sv->out + 16 - sl, size, (size_t)sl);
-    return send_all(x->c, sv->out + 16 - sl, n - 16 + (size_t)sl);
+    return send_chunk(x, n);
 }
 
 static void stream_more(gen_ctx *x) {
@@ -613,6 +638,7 @@ static int should_stop(gen_ctx *x) {
         if (poll(&pf, 1, 0) > 0 && ((pf.revents & (POLLERR | POLLHUP)) || recv(x->c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0))
             x->gone = 1;
     }
+    if (stopping && !x->gone && !x->full && !x->stop.stopped) x->cut = 1;
     return x->gone || x->full || x->stop.stopped || stopping;
 }
 
@@ -731,9 +757,15 @@ static void serve_generate(server *sv, conn *c, int root, int chat) {
         c->req.keep_alive = 0;
         return;
     }
-    if (s) {
-        if (g.stream) c->req.keep_alive = 0; /* the stream just ends */
-        else send_error(sv, c, 500, err.message);
+    /* A reply cut by SIGINT/SIGTERM is not passed off as a whole one ("stop"). */
+    static const char cut_msg[] = "the server is stopping: the reply was cut short";
+    if (s || x.cut) {
+        if (g.stream) {
+            c->req.keep_alive = 0; /* the stream just ends */
+            if (x.cut) send_error_event(&x, 503, cut_msg);
+        } else {
+            send_error(sv, c, s ? 500 : 503, s ? err.message : cut_msg);
+        }
         return;
     }
     /* "length": the tokens ran out (max_tokens or the context), or the text buffer. */
@@ -941,6 +973,12 @@ int ml_main(int argc, char **argv) {
         while (!stopping) {
             if (sv.q_n) serve_next(&sv);
             else pump(&sv, 200);
+        }
+        /* The requests still queued are told, not dropped without a word. */
+        for (; sv.q_n; sv.q_n--, sv.q_head = (sv.q_head + 1) % sv.o.max_queue) {
+            conn *c = &sv.conns[sv.queue[sv.q_head]];
+            c->wait_left = LINGER_MS;
+            send_error(&sv, c, 503, "the server is stopping");
         }
         fprintf(stderr, "ml_server: stopped after %lu completions\n", sv.n_requests);
         rc = ML_EXIT_OK;

@@ -467,6 +467,50 @@ def test_key_and_queue():
         p.wait(5)
 
 
+def test_stop_mid_reply():
+    """SIGTERM while a stream is generating and another request waits: the stream ends with an error
+    event (no finish_reason "stop", no [DONE]: it was cut), the waiting one gets a 503, not a bare close.
+    The stream's events carry a 64 KiB model name and its client reads one a 20 ms, so the reply lasts
+    seconds and the waiting request is read (between two tokens) well before the signal."""
+    p, port, _ = start("--timeout", "5000", "--name", "m" * 65536)
+    got, rc = b"", None
+    try:
+        a = reader()
+        a.connect(("127.0.0.1", port))
+        a.sendall(post("/v1/completions", {"prompt": PROMPT, "max_tokens": 480, "temperature": 0, "stream": True}))
+        got = a.recv(1 << 16)
+
+        def slow():
+            nonlocal got
+            while True:
+                try:
+                    b = a.recv(1 << 16)
+                except OSError:
+                    return
+                if not b:
+                    return
+                got += b
+                time.sleep(0.02)
+        th = threading.Thread(target=slow)
+        th.start()
+        b = raw(port, post("/v1/completions", {"prompt": PROMPT, "max_tokens": 4}), read=False)
+        time.sleep(0.5)
+        p.send_signal(15)
+        rc = p.wait(10)
+        th.join(10)
+        waiting = b.recv(200)
+        b.close(), a.close()
+    finally:
+        if rc is None:
+            p.kill()
+            p.wait(5)
+    events = [e for e in got.split(b"\r\n") if e.startswith(b"data: ")]
+    last = events[-1] if events else b""
+    report(rc == 0 and b'"error"' in last and b"stopping" in last and b"[DONE]" not in got and
+           b'"finish_reason":"stop"' not in got, f"stop: SIGTERM mid-stream ends it with an error event ({last[:100]!r})")
+    report(waiting.startswith(b"HTTP/1.1 503"), f"stop: a request still waiting gets a 503 ({waiting[:40]!r})")
+
+
 def test_gguf():
     """-m X.gguf: converted once into the cache (said on stderr), served
     under X.gguf's name; the second start reuses the cached file. The GGUF is
@@ -531,6 +575,7 @@ def main():
     report("client left" in err, "stop: the server saw the client that left")
     test_key_and_queue()
     test_slow_clients()
+    test_stop_mid_reply()
     test_gguf()
     r = subprocess.run([exe, "-m", MODEL[0], "--max-head", "200"], capture_output=True, text=True, timeout=30)
     report(r.returncode == 2 and "512..1048576, got '200'" in r.stderr,
