@@ -11,8 +11,9 @@
  * client holds nobody up for longer than --timeout; a client that
  * disconnects mid-reply ends its generation and frees its slot. Every buffer
  * is allocated at start: per connection (--max-queue of them) a request
- * buffer of --max-head + --max-body bytes; one response, one token buffer
- * and one JSON node pool, shared by the request being served. */
+ * buffer of --max-head + --max-body bytes; one response, one token buffer,
+ * one JSON node pool and one buffer for messages sent as text parts, shared
+ * by the request being served. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -151,6 +152,8 @@ typedef struct {
     size_t tok_cap;
     ml_json json;      /* its node pool */
     lml_chat_message *msgs; /* (ML_SRV_MAX_MSGS) */
+    char *parts;       /* (parts_cap) the messages whose content came as text parts, joined */
+    size_t parts_cap, parts_n;
     unsigned long n_requests;
 } server;
 
@@ -405,12 +408,40 @@ static int response_format_text(const ml_json *j, int v) {
     return t >= 0 && j->nodes[t].type == ML_JSON_STRING && !strcmp(j->nodes[t].str, "text");
 }
 
+/* A message's content as an array of parts (OpenAI's newer form):
+ * the text parts joined by "\n" into the parts buffer, as llama.cpp's server
+ * joins them for a template that takes plain text. The buffer holds a
+ * body's worth: the texts are shorter than the JSON that spells them. */
+static const char *join_parts(server *sv, int arr, const char **out) {
+    const ml_json *j = &sv->json;
+    const ml_json_node *N = j->nodes;
+    char *start = sv->parts + sv->parts_n;
+    size_t n = 0, room = sv->parts_cap - sv->parts_n;
+    for (int e = N[arr].child; e >= 0; e = N[e].next) {
+        int type = ml_json_get(j, e, "type"), text = ml_json_get(j, e, "text");
+        if (type < 0 || N[type].type != ML_JSON_STRING) return "each content part needs a string 'type'";
+        if (strcmp(N[type].str, "text")) return "only text content parts are supported ('type': 'text')";
+        if (text < 0 || N[text].type != ML_JSON_STRING) return "a text content part needs a string 'text'";
+        size_t l = N[text].len + (n > 0);
+        if (l + 1 > room - n) return "the messages are too long";
+        if (n) start[n] = '\n';
+        memcpy(start + n + (n > 0), N[text].str, N[text].len);
+        n += l;
+    }
+    start[n] = 0;
+    sv->parts_n += n + 1;
+    *out = start;
+    return NULL;
+}
+
 /* Reads the fields; returns NULL or the reason for a 400. */
 static const char *read_params(server *sv, int root, gen_req *g) {
     ml_json *j = &sv->json;
     const ml_json_node *N = j->nodes;
     int v;
+    const char *why;
     if (N[root].type != ML_JSON_OBJECT) return "the body must be a JSON object";
+    sv->parts_n = 0;
     g->max_tokens = 16;
     g->temperature = 1.0;
     g->top_p = 1.0;
@@ -422,7 +453,8 @@ static const char *read_params(server *sv, int root, gen_req *g) {
         for (int e = N[v].child; e >= 0; e = N[e].next) {
             int role = ml_json_get(j, e, "role"), content = ml_json_get(j, e, "content");
             if (role < 0 || N[role].type != ML_JSON_STRING) return "each message needs a string 'role'";
-            if (content < 0 || N[content].type != ML_JSON_STRING) return "each message needs a string 'content'";
+            if (content < 0 || (N[content].type != ML_JSON_STRING && N[content].type != ML_JSON_ARRAY))
+                return "each message needs a 'content': a string or an array of text parts";
             lml_chat_message *m = &sv->msgs[g->n_msgs++];
             const char *r = N[role].str;
             m->role = !strcmp(r, "system") || !strcmp(r, "developer") ? LML_ROLE_SYSTEM
@@ -430,6 +462,7 @@ static const char *read_params(server *sv, int root, gen_req *g) {
             if (m->role == LML_ROLE_ASSISTANT && strcmp(r, "assistant"))
                 return "a message's role must be system, user or assistant";
             m->content = N[content].str;
+            if (N[content].type == ML_JSON_ARRAY && (why = join_parts(sv, content, &m->content))) return why;
         }
     } else {
         if ((v = ml_json_get(j, root, "prompt")) < 0 || N[v].type != ML_JSON_STRING) return "'prompt' must be a string";
@@ -913,7 +946,9 @@ static int start(server *sv) {
     sv->tokens = malloc(sv->tok_cap * sizeof *sv->tokens);
     sv->json.nodes = malloc((size_t)sv->json.cap * sizeof *sv->json.nodes);
     sv->msgs = calloc(ML_SRV_MAX_MSGS, sizeof *sv->msgs);
-    int ok = sv->conns && sv->queue && sv->out && sv->text && sv->tokens && sv->json.nodes && sv->msgs;
+    sv->parts_cap = (size_t)o->max_body + 1;
+    sv->parts = malloc(sv->parts_cap);
+    int ok = sv->conns && sv->queue && sv->out && sv->text && sv->tokens && sv->json.nodes && sv->msgs && sv->parts;
     for (int i = 0; ok && i < o->max_queue; i++) {
         sv->conns[i].fd = -1;
         ok = (sv->conns[i].in = malloc(sv->in_cap)) != NULL;
@@ -952,7 +987,7 @@ static void stop_server(server *sv) {
     }
     if (sv->listen_fd >= 0) close(sv->listen_fd);
     free(sv->conns), free(sv->queue), free(sv->out), free(sv->text), free(sv->tokens), free(sv->json.nodes);
-    free(sv->msgs);
+    free(sv->msgs), free(sv->parts);
     lml_chat_close(sv->chat);
     lml_model_close(sv->m);
 }

@@ -152,6 +152,10 @@ MALFORMED = [
     ("messages not an array", post("/v1/chat/completions", {"messages": "hi"}), 400),
     ("a message without content", post("/v1/chat/completions", {"messages": [{"role": "user"}]}), 400),
     ("an unknown role", post("/v1/chat/completions", {"messages": [{"role": "tool", "content": "x"}]}), 400),
+    ("an image part", post("/v1/chat/completions", {"messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}]}), 400),
+    ("a text part without text", post("/v1/chat/completions", {"messages": [{"role": "user", "content": [
+        {"type": "text"}]}]}), 400),
     ("bad UTF-8", post("/v1/completions", b'{"prompt": "a\xff\xfe"}'), 400),
     ("a lone surrogate", post("/v1/completions", b'{"prompt": "\\ud800"}'), 400),
     ("\\u0000", post("/v1/completions", b'{"prompt": "a\\u0000b"}'), 400),
@@ -235,6 +239,14 @@ def test_edges(port):
         got = [json.loads(raw(port, post("/v1/completions", dict(prompt=PROMPT, max_tokens=12, seed=k, **kw)))[1])
                ["choices"][0]["text"] for k in range(3)]
         report(got == [greedy] * 3, f"edges: {kw} gives the greedy text, every seed ({got!r})")
+    # A message's content as text parts (OpenAI's newer form) is their text joined by "\n", as
+    # llama.cpp's server reads it.
+    chat = [json.loads(raw(port, post("/v1/chat/completions", {"messages": m, "max_tokens": 12, "temperature": 0}))[1])
+            for m in ([{"role": "system", "content": "Be kind."}, {"role": "user", "content": "Tell me\na story."}],
+                      [{"role": "system", "content": [{"type": "text", "text": "Be kind."}]},
+                       {"role": "user", "content": [{"type": "text", "text": "Tell me"}, {"type": "text", "text": "a story."}]}])]
+    report("choices" in chat[1] and chat[0] == {**chat[1], "id": chat[0]["id"], "created": chat[0]["created"]},
+           f"edges: content as text parts reads as their text joined by newlines ({str(chat[1])[:120]})")
     # HTTP/1.0 cannot take chunks: the stream ends with the connection.
     b = json.dumps({"prompt": PROMPT, "max_tokens": 6, "stream": True, "temperature": 0}).encode()
     s = raw(port, b"POST /v1/completions HTTP/1.0\r\nContent-Length: " + str(len(b)).encode() + b"\r\n\r\n" + b,
