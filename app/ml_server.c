@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -114,6 +115,12 @@ static int parse_args(int argc, char **argv, srv_opts *o) {
         fprintf(stderr, "ml_server: give -m model.mlb (ml_server -h)\n");
         return ML_EXIT_USAGE;
     }
+    /* An empty key (--api-key "$KEY" with KEY unset) is a key no client can
+     * send: the header's value is trimmed. */
+    if (o->api_key && !o->api_key[0]) {
+        fprintf(stderr, "ml_server: --api-key needs a non-empty key\n");
+        return ML_EXIT_USAGE;
+    }
     if (!o->name) {
         const char *slash = strrchr(o->model, '/');
         o->name = slash ? slash + 1 : o->model;
@@ -141,6 +148,7 @@ typedef struct {
     lml_model_info info;
     lml_chat *chat;    /* NULL: no template, /v1/chat/completions refused */
     int listen_fd;
+    double accept_after; /* out of descriptors: the listener rests until then */
     conn *conns;       /* (max_queue) */
     int *queue, q_head, q_n; /* (max_queue) indices of complete requests, in arrival order */
     size_t in_cap;
@@ -317,7 +325,12 @@ static void read_conn(server *sv, int i) {
 static void accept_conns(server *sv) {
     for (;;) {
         int fd = accept(sv->listen_fd, NULL, NULL);
-        if (fd < 0) return;
+        if (fd < 0) {
+            /* The waiting connection stays queued and the listener readable:
+             * polling it again at once would spin. */
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) sv->accept_after = now() + 0.1;
+            return;
+        }
         fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -352,7 +365,7 @@ static void accept_conns(server *sv) {
 static void pump(server *sv, int wait_ms) {
     struct pollfd pf[1 + 1024];
     int idx[1 + 1024], n = 0;
-    pf[n] = (struct pollfd){.fd = sv->listen_fd, .events = POLLIN};
+    pf[n] = (struct pollfd){.fd = now() < sv->accept_after ? -1 : sv->listen_fd, .events = POLLIN};
     idx[n++] = -1;
     for (int i = 0; i < sv->o.max_queue; i++)
         if (sv->conns[i].state == C_READING || sv->conns[i].state == C_LINGER) {
@@ -901,10 +914,52 @@ static void serve_next(server *sv) {
 
 /* ---- main ---------------------------------------------------------------------------------------- */
 
+/* Every connection is a file descriptor: --max-queue of them, the listener,
+ * the standard streams, the model's files and the one that gets a 503 must
+ * fit the limit (raised to the hard one if need be). Past it, accept()
+ * fails and the waiting clients get no answer at all. */
+#define ML_SRV_FD_SPARE 16
+static int check_fd_limit(const srv_opts *o) {
+    struct rlimit rl;
+    rlim_t need = (rlim_t)o->max_queue + ML_SRV_FD_SPARE;
+    if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need) return 0;
+    if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need) {
+        rl.rlim_cur = need;
+        if (!setrlimit(RLIMIT_NOFILE, &rl)) return 0;
+    }
+    fprintf(stderr, "ml_server: --max-queue %ld needs %ld open files; the limit is %ld (ulimit -n): a smaller "
+            "--max-queue, or a higher limit\n", o->max_queue, (long)need,
+            (long)(rl.rlim_max == RLIM_INFINITY ? rl.rlim_cur : rl.rlim_max));
+    return -1;
+}
+
+/* The address and the port before the model: a typo or a port in use is
+ * told at once, not after a long load. */
+static int listen_on(server *sv) {
+    srv_opts *o = &sv->o;
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((unsigned short)o->port)};
+    if (inet_pton(AF_INET, o->host, &addr.sin_addr) != 1) {
+        fprintf(stderr, "ml_server: --host '%s' is not an IPv4 address\n", o->host);
+        return ML_EXIT_USAGE;
+    }
+    if (check_fd_limit(o)) return ML_EXIT_USAGE;
+    int one = 1;
+    sv->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (sv->listen_fd < 0 || setsockopt(sv->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
+        bind(sv->listen_fd, (struct sockaddr *)&addr, sizeof addr) || listen(sv->listen_fd, 64)) {
+        fprintf(stderr, "ml_server: cannot listen on %s:%ld: %s\n", o->host, o->port, strerror(errno));
+        return ML_EXIT_FAIL;
+    }
+    fcntl(sv->listen_fd, F_SETFL, fcntl(sv->listen_fd, F_GETFL) | O_NONBLOCK);
+    return ML_CLI_RUN;
+}
+
 static int start(server *sv) {
     srv_opts *o = &sv->o;
     lml_error err = {{0}};
     lml_status s;
+    int rc = listen_on(sv);
+    if (rc != ML_CLI_RUN) return rc;
     /* The tokenizer apart, so that its failure is told as such. */
     lml_model_options mo = {.no_tokenizer = 1, .threads = (int)o->threads, .context = (int)o->context,
                             .batch = (int)o->batch, .load = LML_LOAD_AUTO};
@@ -958,19 +1013,7 @@ static int start(server *sv) {
         return ML_EXIT_FAIL;
     }
 
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((unsigned short)o->port)};
-    if (inet_pton(AF_INET, o->host, &addr.sin_addr) != 1) {
-        fprintf(stderr, "ml_server: --host '%s' is not an IPv4 address\n", o->host);
-        return ML_EXIT_USAGE;
-    }
-    int one = 1;
-    sv->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (sv->listen_fd < 0 || setsockopt(sv->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
-        bind(sv->listen_fd, (struct sockaddr *)&addr, sizeof addr) || listen(sv->listen_fd, 64)) {
-        fprintf(stderr, "ml_server: cannot listen on %s:%ld: %s\n", o->host, o->port, strerror(errno));
-        return ML_EXIT_FAIL;
-    }
-    fcntl(sv->listen_fd, F_SETFL, fcntl(sv->listen_fd, F_GETFL) | O_NONBLOCK);
+    struct sockaddr_in addr;
     socklen_t al = sizeof addr;
     getsockname(sv->listen_fd, (struct sockaddr *)&addr, &al);
     printf("ml_server: listening on http://%s:%d, model %s (%s, context %d, %s), template %s, build %s%s\n", o->host,

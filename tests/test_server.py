@@ -592,6 +592,40 @@ def main():
     r = subprocess.run([exe, "-m", MODEL[0], "--max-head", "200"], capture_output=True, text=True, timeout=30)
     report(r.returncode == 2 and "512..1048576, got '200'" in r.stderr,
            f"options: a value out of range is refused, the range and the value said: {r.stderr.strip()[:120]}")
+    test_bad_options(exe)
+
+
+def test_bad_options(exe):
+    """Options that cannot work are refused before the model is read (here a file that does not
+    exist: its error would come first otherwise): an empty --api-key, which no client could send, a
+    --host that is no address, a port in use, a --max-queue beyond the open-files limit (where the
+    clients past the limit would wait unanswered and the server spin)."""
+    import resource
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen()
+    used = str(held.getsockname()[1])
+
+    def low_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (40, 40))
+    try:
+        for what, args, want, limit in [
+                ("an empty --api-key", ["--api-key", ""], "--api-key needs a non-empty key", None),
+                ("a --host that is a name", ["--host", "localhost"], "is not an IPv4 address", None),
+                ("a port in use", ["--port", used], "cannot listen on 127.0.0.1:" + used, None),
+                ("--max-queue beyond the open files", ["--max-queue", "100"], "the limit is 40 (ulimit -n)", low_limit)]:
+            r = subprocess.run([exe, "-m", "/nonexistent.mlb", *args], capture_output=True, text=True, timeout=30,
+                               preexec_fn=limit)
+            report(r.returncode in (1, 2) and want in r.stderr and "nonexistent" not in r.stderr,
+                   f"options: {what} is refused before the model is read (exit {r.returncode}: {r.stderr.strip()[:120]})")
+    finally:
+        held.close()
+    p = subprocess.Popen([exe, "-m", MODEL[0], "-z", MODEL[1], "--port", "0", "--max-queue", "16"], text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=low_limit)
+    line = p.stdout.readline()
+    p.terminate()
+    p.wait(10)
+    report("listening" in line, f"options: the default --max-queue fits 40 open files ({line.strip()[:60]})")
 
 
 if __name__ == "__main__":
