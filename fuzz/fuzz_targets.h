@@ -23,7 +23,8 @@
  *   bpe         a BPE tokenizer file (it starts with "MLBP") -> ml_bpe_load_buffer,
  *               then encode fixed texts with what loaded; any other bytes are
  *               text, encoded with a built-in BPE vocab under each
- *               pre-tokenizer: the ids' bytes must give the text back
+ *               pre-tokenizer and under qwen2's NFC: the ids' bytes must
+ *               give the text back (under NFC, a text of the same NFC)
  *
  * A broken invariant calls FUZZ_FAIL(msg): abort() under libFuzzer, a
  * counted failure in the replay. Nothing here prints on success. */
@@ -332,12 +333,12 @@ static inline void fuzz_bpe_check(const ml_bpe *t, const char *text, size_t len,
 
 /* The built-in vocab: the 256 bytes, then merges of a few pieces, and two
  * specials (control "<|end|>", user-defined "<t>"); *n its size. */
-static inline void fuzz_bpe_builtin(uint8_t *f, size_t *n, int pre) {
+static inline void fuzz_bpe_builtin(uint8_t *f, size_t *n, int pre, uint32_t flags) {
     static const char *const extra[][3] = {/* token, left, right (ids as text) */
         {"th", "t", "h"}, {"the", "th", "e"}, {" t", " ", "t"}, {"he", "h", "e"}, {" the", " t", "he"},
         {"\xe4\xbd", "\xe4", "\xbd"}, {"12", "1", "2"}, {"  ", " ", " "}, {"<|end|>", 0, 0}, {"<t>", 0, 0}};
     const int n_extra = (int)(sizeof extra / sizeof *extra), n_tok = 256 + n_extra;
-    uint32_t head[12] = {0, 1, (uint32_t)pre, 0, (uint32_t)n_tok, 0, (uint32_t)-1, (uint32_t)n_tok - 2,
+    uint32_t head[12] = {0, 1, (uint32_t)pre, flags, (uint32_t)n_tok, 0, (uint32_t)-1, (uint32_t)n_tok - 2,
                          (uint32_t)n_tok - 2, 0, 0, 0};
     memcpy(head, "MLBP", 4);
     size_t at = sizeof head;
@@ -376,8 +377,9 @@ static inline void fuzz_bpe(const uint8_t *d, size_t n) {
     }
     static uint8_t f[8192];
     size_t size;
-    for (int pre = 0; pre < ML_BPE_PRE_COUNT; pre++) {
-        fuzz_bpe_builtin(f, &size, pre);
+    /* each pre-tokenizer, and qwen2 again with its NFC normalizer */
+    for (int pre = 0; pre <= ML_BPE_PRE_COUNT; pre++) {
+        fuzz_bpe_builtin(f, &size, pre < ML_BPE_PRE_COUNT ? pre : ML_BPE_PRE_QWEN2, pre < ML_BPE_PRE_COUNT ? 0 : ML_BPE_NFC);
         FUZZ_ASSERT(ml_bpe_load_buffer(&t, "builtin", f, size, NULL) == ML_OK, "the built-in BPE vocab does not load");
         fuzz_bpe_check(&t, (const char *)d, n, 0);
         fuzz_bpe_check(&t, (const char *)d, n, ML_BPE_SPECIAL | ML_BPE_EOS);
