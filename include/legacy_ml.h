@@ -157,7 +157,8 @@ LML_API void lml_model_get_info(const lml_model *m, lml_model_info *info);
 #define LML_TOKEN_EOS 2 /* end of sequence (SentencePiece; lml_model_info.eos in general) */
 
 /* Entries the tokens buffer of lml_tokenize needs for text, enough for any
- * tokenizer: 10 * strlen(text) + 16 for ASCII text; other text may need up to
+ * tokenizer: 10 * strlen(text) + 16 for text that is surely its own NFC
+ * (ASCII, and most text: no combining marks); other text may need up to
  * 10.25 entries a byte of its canonical decomposition (at most 3 bytes a
  * byte) + 17, a tokenizer that normalizes to NFC (Qwen2's) holding the
  * normalized text there. */

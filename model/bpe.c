@@ -538,22 +538,18 @@ static size_t encode_plain(const ml_bpe *t, const unsigned char *s, size_t n, in
  * its NFC; work doubles as the normalizer's workspace). */
 static size_t encode_stretch(const ml_bpe *t, const unsigned char *s, size_t n, int *out, int *work,
                              unsigned char *norm) {
-    for (size_t i = 0; norm && i < n; i++)
-        if (s[i] >= 0x80) {
-            n = ml_nfc(s, n, work, norm);
-            s = norm;
-            break;
-        }
+    if (norm && !ml_nfc_quick(s, n)) {
+        n = ml_nfc(s, n, work, norm);
+        s = norm;
+    }
     return encode_plain(t, s, n, out, work);
 }
 
 /* The bytes the text can take normalized, 0 when it is not (no NFC, or
- * ASCII, which NFC leaves as it is). */
+ * text NFC leaves as it is, such as ASCII). */
 static size_t nfc_bytes(const ml_bpe *t, const unsigned char *s, size_t len) {
-    if (t && !(t->flags & ML_BPE_NFC)) return 0;
-    for (size_t i = 0; i < len; i++)
-        if (s[i] >= 0x80) return ml_nfc_bound(s, len);
-    return 0;
+    if ((t && !(t->flags & ML_BPE_NFC)) || ml_nfc_quick(s, len)) return 0;
+    return ml_nfc_bound(s, len);
 }
 
 /* The ids, then the merges' 9 ints a byte of a piece, for each byte of the

@@ -1,5 +1,7 @@
 #include "model/nfc.h"
 
+#include <string.h>
+
 #include "model/unicode_tables.h"
 
 /* Hangul syllables (Unicode 3.12): S = SBASE + (L * VCOUNT + V) * TCOUNT + T. */
@@ -17,17 +19,21 @@ enum {
 /* tools/gen_unicode.py checks: no full decomposition is longer. */
 #define MAX_DECOMP 4
 
-static unsigned ccc_of(uint32_t cp) {
-    int lo = 0, hi = ml_nfc_n_ccc - 1;
-    if (cp < ml_nfc_ccc[0].lo) return 0;
+/* The value of the range of r (n, sorted) that holds cp; 0 if none. */
+static unsigned range_value(const ml_nfc_range *r, int n, uint32_t cp) {
+    int lo = 0, hi = n - 1;
+    if (cp < r[0].lo) return 0;
     while (lo <= hi) {
         int mid = (lo + hi) / 2;
-        if (cp < ml_nfc_ccc[mid].lo) hi = mid - 1;
-        else if (cp > ml_nfc_ccc[mid].hi) lo = mid + 1;
-        else return ml_nfc_ccc[mid].ccc;
+        if (cp < r[mid].lo) hi = mid - 1;
+        else if (cp > r[mid].hi) lo = mid + 1;
+        else return r[mid].value;
     }
     return 0;
 }
+
+static unsigned ccc_of(uint32_t cp) { return range_value(ml_nfc_ccc, ml_nfc_n_ccc, cp); }
+static unsigned unstable(uint32_t cp) { return range_value(ml_nfc_unstable, ml_nfc_n_unstable, cp); }
 
 static const ml_nfc_decomp_entry *decomp_of(uint32_t cp) {
     int lo = 0, hi = ml_nfc_n_decomp - 1;
@@ -76,6 +82,24 @@ static uint32_t compose(uint32_t a, uint32_t b) {
     return 0;
 }
 
+/* Is the code point at s[i] (*len bytes) one NFC leaves alone and cannot
+ * join to what comes before (UAX #15's stable code points)? A byte that is
+ * no UTF-8 is: it goes through as it is and composes with nothing. */
+static int stable_at(const unsigned char *s, size_t n, size_t i, size_t *len) {
+    if (s[i] < 0x80) {
+        *len = 1;
+        return 1;
+    }
+    int32_t cp = ml_utf8_decode(s, n, i, len);
+    return cp < 0 || !unstable((uint32_t)cp);
+}
+
+int ml_nfc_quick(const unsigned char *s, size_t n) {
+    for (size_t i = 0, l; i < n; i += l)
+        if (!stable_at(s, n, i, &l)) return 0;
+    return 1;
+}
+
 static size_t utf8_bytes(uint32_t cp) { return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4; }
 
 size_t ml_nfc_bound(const unsigned char *s, size_t n) {
@@ -112,7 +136,8 @@ static void sort_run(int *a, size_t n, int *tmp) {
     for (size_t i = 0; i < n; i++) a[i] = tmp[i];
 }
 
-size_t ml_nfc(const unsigned char *s, size_t n, int *work, unsigned char *out) {
+/* The algorithm itself, on the whole of s[0 .. n). */
+static size_t nfc_region(const unsigned char *s, size_t n, int *work, unsigned char *out) {
     size_t m = 0;
     for (size_t i = 0, l; i < n; i += l) {
         int32_t cp = s[i] < 0x80 ? s[i] : ml_utf8_decode(s, n, i, &l);
@@ -161,4 +186,26 @@ size_t ml_nfc(const unsigned char *s, size_t n, int *work, unsigned char *out) {
         }
     }
     return o;
+}
+
+/* Only the stretches around code points that are not stable go through the
+ * algorithm: each from the stable code point before it (which it may join)
+ * to the next stable one; the rest is copied. */
+size_t ml_nfc(const unsigned char *s, size_t n, int *work, unsigned char *out) {
+    size_t o = 0, done = 0, last = 0, i = 0, l;
+    while (i < n) {
+        if (stable_at(s, n, i, &l)) {
+            last = i;
+            i += l;
+            continue;
+        }
+        size_t end = i + l;
+        while (end < n && !stable_at(s, n, end, &l)) end += l;
+        memcpy(out + o, s + done, last - done);
+        o += last - done;
+        o += nfc_region(s + last, end - last, work, out + o);
+        done = i = end;
+    }
+    memcpy(out + o, s + done, n - done);
+    return o + n - done;
 }

@@ -13,19 +13,26 @@
 #include <stdint.h>
 
 typedef struct {
-    uint32_t lo, hi; /* inclusive code point range */
-    uint32_t ccc;    /* its canonical combining class, 1..254 */
-} ml_nfc_ccc_range;
+    uint32_t lo, hi;  /* inclusive code point range */
+    uint32_t value;   /* its canonical combining class (1..254); 1 in ml_nfc_unstable */
+} ml_nfc_range;
 
 typedef struct {
     uint32_t cp, first, second; /* cp -> first second (second 0: cp -> first) */
 } ml_nfc_decomp_entry;
 
 extern const char ml_nfc_version[];
-extern const int ml_nfc_n_ccc, ml_nfc_n_decomp, ml_nfc_n_comp;
-extern const ml_nfc_ccc_range ml_nfc_ccc[];       /* sorted, disjoint; class 0 elsewhere */
+extern const int ml_nfc_n_ccc, ml_nfc_n_decomp, ml_nfc_n_comp, ml_nfc_n_unstable;
+extern const ml_nfc_range ml_nfc_ccc[];           /* sorted, disjoint; class 0 elsewhere */
 extern const ml_nfc_decomp_entry ml_nfc_decomp[]; /* sorted by cp */
 extern const uint16_t ml_nfc_comp[];              /* primary composites, by (first, second) */
+extern const ml_nfc_range ml_nfc_unstable[];      /* sorted, disjoint: what NFC may change in some context */
+
+/* Is s[0 .. n) surely its own NFC? Yes when no code point of it is one NFC
+ * may change (a mark, a singleton, an exclusion, the second of a pair):
+ * UAX #15's quick check, "maybe" counted as no. Most text is, and skips
+ * ml_nfc. */
+int ml_nfc_quick(const unsigned char *s, size_t n);
 
 /* The bytes of the canonical decomposition of s[0 .. n): at least the bytes
  * of its NFC (and n for ASCII text). ml_nfc needs this much room. */

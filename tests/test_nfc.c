@@ -2,11 +2,13 @@
  * defines it, on the cases that make up the algorithm (composition,
  * canonical reordering, blocking, singletons, exclusions, Hangul, starters
  * that compose, a long run of marks, bytes that are not UTF-8), then over
- * every code point: NFC is idempotent and within ml_nfc_bound.
+ * every code point: NFC is idempotent and within ml_nfc_bound, and what the
+ * quick check passes is its own NFC.
  *
- * `test_nfc --filter IN OUT` writes the NFC of file IN to OUT: with it
- * tests/test_nfc_ref.py compares every code point and random sequences with
- * Python's unicodedata.normalize. */
+ * `test_nfc --filter IN OUT` writes the NFC of file IN to OUT, `test_nfc
+ * --quick IN OUT` the quick check of each line of IN (a line "1" or "0"):
+ * with them tests/test_nfc_ref.py compares every code point and random
+ * sequences with Python's unicodedata. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,9 +86,10 @@ static size_t put_utf8(char *o, unsigned cp) {
 }
 
 /* Every code point, alone and after 'a' (which many marks compose with):
- * NFC within the bound, and NFC again changes nothing. */
+ * NFC within the bound, NFC again changes nothing, and a text the quick
+ * check passes is its own NFC. */
 static void test_every_code_point(void) {
-    int f0 = tl_failed, bad = 0;
+    int f0 = tl_failed, bad = 0, quick = 0;
     for (unsigned cp = 0; cp < 0x110000; cp++) {
         if (cp >= 0xD800 && cp < 0xE000) continue;
         char s[8];
@@ -103,15 +106,24 @@ static void test_every_code_point(void) {
                 p = nfc((const char *)once, n1, &n2);
                 ok = p && n2 == n1 && !memcmp(p, once, n1);
             }
-            if (!ok && bad++ < 5) printf("  U+%04X%s: NFC over its bound or not idempotent\n", cp, alone ? "" : " after 'a'");
+            if (ml_nfc_quick((const unsigned char *)t, tl)) {
+                quick += alone;
+                ok = ok && n1 == tl && !memcmp(once, t, tl);
+            }
+            if (!ok && bad++ < 5)
+                printf("  U+%04X%s: NFC over its bound, not idempotent or changes what the quick check passed\n", cp,
+                       alone ? "" : " after 'a'");
         }
     }
     CHECK(!bad, "%d of 2 x 1112064 texts broke it", bad);
-    GROUP_DONE("NFC of every code point: within ml_nfc_bound, idempotent", f0);
+    /* 2100 code points are marks, singletons, exclusions or seconds of a pair */
+    CHECK(quick == 1112064 - 2100, "the quick check passes %d code points alone, expected 1112064 - 2100", quick);
+    GROUP_DONE("NFC of every code point: within ml_nfc_bound, idempotent, the quick check's passes unchanged", f0);
 }
 
-/* Normalize file in into file out (for tests/test_nfc_ref.py). */
-static int filter(const char *in, const char *out) {
+/* Normalize file in into file out, or with quick write the quick check of
+ * each of its lines (for tests/test_nfc_ref.py). */
+static int filter(const char *in, const char *out, int quick) {
     FILE *f = fopen(in, "rb");
     if (!f) return perror(in), 2;
     fseek(f, 0, SEEK_END);
@@ -122,9 +134,15 @@ static int filter(const char *in, const char *out) {
     fclose(f);
     size_t bound = ml_nfc_bound(s, got);
     int *work = malloc((2 * bound + 1) * sizeof *work);
-    unsigned char *o = malloc(bound + 1);
+    unsigned char *o = malloc(2 * bound + 2);
     if (!s || got != (size_t)len || !work || !o) return fprintf(stderr, "%s: cannot read it\n", in), 2;
-    size_t n = ml_nfc(s, got, work, o);
+    size_t n = 0;
+    if (!quick) n = ml_nfc(s, got, work, o);
+    for (size_t i = 0, e; quick && i <= got; i = e + 1) {
+        for (e = i; e < got && s[e] != '\n'; e++) {}
+        o[n++] = ml_nfc_quick(s + i, e - i) ? '1' : '0';
+        o[n++] = '\n';
+    }
     f = fopen(out, "wb");
     int rc = !f || fwrite(o, 1, n, f) != n;
     if (f && fclose(f)) rc = 1;
@@ -133,7 +151,8 @@ static int filter(const char *in, const char *out) {
 }
 
 int ml_main(int argc, char **argv) {
-    if (argc == 4 && !strcmp(argv[1], "--filter")) return filter(argv[2], argv[3]);
+    if (argc == 4 && (!strcmp(argv[1], "--filter") || !strcmp(argv[1], "--quick")))
+        return filter(argv[2], argv[3], !strcmp(argv[1], "--quick"));
     printf("Unicode %s\n", ml_nfc_version);
     test_cases();
     test_every_code_point();

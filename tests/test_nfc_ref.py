@@ -7,7 +7,8 @@
     many classes, letters they compose with, singletons, exclusions, Hangul
     jamo and syllables, starters that compose.
 Each set is one text, the pieces joined by a newline (a starter that
-composes with nothing), normalized by `test_nfc --filter` of BUILD.
+composes with nothing), normalized by `test_nfc --filter` of BUILD; what
+`test_nfc --quick` passes (the quick check) must be its own NFC.
 Run from the repo root: python3 tests/test_nfc_ref.py.
 """
 import os
@@ -33,11 +34,11 @@ def tables_version():
         return f.readline().split("Unicode ")[1].split()[0]
 
 
-def ours(text, tmp):
+def ours(text, tmp, mode="--filter"):
     src, dst = os.path.join(tmp, "in.txt"), os.path.join(tmp, "out.txt")
     with open(src, "wb") as f:
         f.write(text.encode("utf-8", "surrogatepass"))
-    r = subprocess.run(RUNNER + [os.path.join(BUILD, "test_nfc"), "--filter", src, dst], capture_output=True)
+    r = subprocess.run(RUNNER + [os.path.join(BUILD, "test_nfc"), mode, src, dst], capture_output=True)
     if r.returncode:
         raise RuntimeError(f"test_nfc --filter failed ({r.returncode}): {r.stderr.decode(errors='replace')}")
     with open(dst, "rb") as f:
@@ -52,6 +53,11 @@ def compare(what, pieces, tmp):
     checks.report(len(got) == len(want) and not bad,
                   f"{what}: {len(pieces)} texts, {len(bad)} differ" +
                   (f"; first {pieces[first]!r}: ours {got[first]!r}, Python {want[first]!r}" if bad else ""))
+    quick = ours("\n".join(pieces), tmp, "--quick").split("\n")[:-1]
+    wrong = [p for p, q in zip(pieces, quick) if q == "1" and unicodedata.normalize("NFC", p) != p]
+    checks.report(len(quick) == len(pieces) and not wrong,
+                  f"{what}: the quick check passes {quick.count('1')}, each its own NFC" +
+                  (f"; not {wrong[0]!r}" if wrong else ""))
 
 
 def interesting():
