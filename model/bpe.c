@@ -546,7 +546,10 @@ static size_t encode_stretch(const ml_bpe *t, const unsigned char *s, size_t n, 
 }
 
 /* The bytes the text can take normalized, 0 when it is not (no NFC, or
- * text NFC leaves as it is, such as ASCII). */
+ * text NFC leaves as it is, such as ASCII). ml_nfc_bound counts no code point
+ * at fewer bytes than its own: the stretches between specials, each
+ * normalized or not on its own (also where a special that is no UTF-8 cuts a
+ * code point), and the specials' ids together take no more entries. */
 static size_t nfc_bytes(const ml_bpe *t, const unsigned char *s, size_t len) {
     if ((t && !(t->flags & ML_BPE_NFC)) || ml_nfc_quick(s, len)) return 0;
     return ml_nfc_bound(s, len);

@@ -111,7 +111,9 @@ size_t ml_nfc_bound(const unsigned char *s, size_t n) {
             continue;
         }
         int d[MAX_DECOMP], k = decompose((uint32_t)cp, d);
-        for (int j = 0; j < k; j++) bytes += utf8_bytes((uint32_t)d[j] & CP_MASK);
+        size_t dec = 0;
+        for (int j = 0; j < k; j++) dec += utf8_bytes((uint32_t)d[j] & CP_MASK);
+        bytes += dec > l ? dec : l;
     }
     return bytes;
 }

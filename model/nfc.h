@@ -34,8 +34,12 @@ extern const ml_nfc_range ml_nfc_unstable[];      /* sorted, disjoint: what NFC 
  * ml_nfc. */
 int ml_nfc_quick(const unsigned char *s, size_t n);
 
-/* The bytes of the canonical decomposition of s[0 .. n): at least the bytes
- * of its NFC (and n for ASCII text). ml_nfc needs this much room. */
+/* The bytes of the canonical decomposition of s[0 .. n), each code point
+ * counted at no fewer bytes than its own (KELVIN SIGN, 3 bytes, decomposes
+ * to K): at least the bytes of its NFC, at least n (n for ASCII text), and
+ * at least the sum over the stretches of any cut of s, also a cut inside a
+ * code point (a special token that is no UTF-8 on its own): its bytes then
+ * count one each. ml_nfc needs this much room. */
 size_t ml_nfc_bound(const unsigned char *s, size_t n);
 
 /* Write the NFC of s[0 .. n) to out (ml_nfc_bound(s, n) bytes of room);

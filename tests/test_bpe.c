@@ -354,6 +354,56 @@ static void test_nfc(void) {
     GROUP_DONE("NFC before the pre-tokenizer (ML_BPE_NFC), per stretch between specials", f0);
 }
 
+/* A user-defined token that is no UTF-8 on its own (here the last byte of
+ * KELVIN SIGN, E2 84 AA, whose NFC is the one byte K) cuts code points the
+ * bound counted whole: each stretch keeps E2 84 as two bytes. The ids and the
+ * workspace must still fit the bound's buffer, allocated to the entry, and the
+ * bound for any tokenizer must cover one that does not normalize. */
+static void test_nfc_cut(void) {
+    int f0 = tl_failed;
+    image im = {.n = 0};
+    put(&im, "MLBP", 4);
+    uint32_t head[] = {1, ML_BPE_PRE_QWEN2, ML_BPE_NFC, 258, 1, (uint32_t)-1, (uint32_t)-1, (uint32_t)-1, 0, 0, 0};
+    put(&im, head, sizeof head);
+    for (int i = 0; i < 256; i++) {
+        unsigned char c = (unsigned char)i;
+        put_u32(&im, 1);
+        put_u32(&im, ML_BPE_NORMAL);
+        put(&im, &c, 1);
+    }
+    put_u32(&im, 1), put_u32(&im, ML_BPE_USER), put(&im, "\xaa", 1);         /* 256 */
+    put_u32(&im, 2), put_u32(&im, ML_BPE_NORMAL), put(&im, "\xe2\x84", 2);   /* 257 */
+    put_u32(&im, 0xE2), put_u32(&im, 0x84), put_u32(&im, 257);
+    ml_bpe t;
+    if (!load(&t, &im)) {
+        CHECK(0, "the vocabulary with a token 0xAA loads");
+        return;
+    }
+    /* a mark (so the text is not its own NFC), r Kelvin signs, p letters */
+    static const int cases[][2] = {{1, 0}, {10, 0}, {12, 3}, {16, 3}, {40, 10}, {200, 50}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        int r = cases[c][0], p = cases[c][1];
+        size_t len = 2 + 3 * (size_t)r + (size_t)p, n = 0;
+        char *text = malloc(len);
+        memcpy(text, "\xcc\x81", 2);
+        for (int i = 0; i < r; i++) memcpy(text + 2 + 3 * i, "\xe2\x84\xaa", 3);
+        memset(text + 2 + 3 * r, 'a', (size_t)p);
+        size_t cap = ml_bpe_max_tokens(&t, text, len);
+        int *ids = malloc(cap * sizeof *ids);
+        ml_status st = ml_bpe_encode(&t, text, len, 0, ids, cap, &n, NULL);
+        int ok = !st && n == 2 + 2 * (size_t)r + (size_t)p && ids[0] == 0xCC && ids[1] == 0x81;
+        for (size_t i = 2; ok && i < n; i++) ok = ids[i] == (i >= 2 + 2 * (size_t)r ? 'a' : i % 2 ? 256 : 257);
+        CHECK(ok, "%d Kelvin signs cut by the token, %d letters: %s, %zu ids (expected %d), in %zu entries", r, p,
+              ml_status_name(st), n, 2 + 2 * r + p, cap);
+        CHECK(ml_bpe_max_tokens(NULL, text, len) >= 10 * len + 16,
+              "%d Kelvin signs: the bound for any tokenizer covers one that keeps the bytes", r);
+        free(ids);
+        free(text);
+    }
+    ml_bpe_free(&t);
+    GROUP_DONE("NFC: a special token that cuts a code point; the bound of text NFC shortens", f0);
+}
+
 /* ---- streaming decode ------------------------------------------------------------ */
 
 static size_t feed(ml_utf8_stream *s, const char *p, char *out) { return ml_utf8_stream_feed(s, p, strlen(p), out); }
@@ -481,6 +531,7 @@ int ml_main(int argc, char **argv) {
     test_splits();
     test_specials();
     test_nfc();
+    test_nfc_cut();
     test_stream();
     test_malformed();
     return tl_summary();

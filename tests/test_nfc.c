@@ -72,6 +72,11 @@ static void test_cases(void) {
     CHECK(ml_nfc_bound((const unsigned char *)"ASCII", 5) == 5 && ml_nfc_bound((const unsigned char *)"\xc3\xa9", 2) == 3 &&
               ml_nfc_bound((const unsigned char *)"\xea\xb0\x81", 3) == 9,
           "ml_nfc_bound: the canonical decomposition's bytes");
+    /* KELVIN SIGN (3 bytes) decomposes to K: still 3, so that no cut of the
+     * text (E2 84 | AA: three invalid bytes) is over the whole's bound */
+    CHECK(ml_nfc_bound((const unsigned char *)"\xe2\x84\xaa", 3) == 3 &&
+              ml_nfc_bound((const unsigned char *)"\xe2\x84", 2) + ml_nfc_bound((const unsigned char *)"\xaa", 1) == 3,
+          "ml_nfc_bound: never fewer bytes than the text's own, also cut inside a code point");
     GROUP_DONE("NFC: composition, reordering, blocking, singletons, exclusions, Hangul, invalid bytes", f0);
 }
 
