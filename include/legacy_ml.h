@@ -162,7 +162,8 @@ LML_API void lml_model_get_info(const lml_model *m, lml_model_info *info);
  * 10.25 entries a byte of its canonical decomposition (at most 3 bytes a
  * byte; a code point never counted at fewer bytes than its own) + 17, a
  * tokenizer that normalizes to NFC (Qwen2's) holding the normalized text
- * there. */
+ * there. Text too long to encode at all (on a 32-bit system, about 90 MB)
+ * gets SIZE_MAX / sizeof(int), which no allocation gives. */
 LML_API size_t lml_tokenize_capacity(const char *text);
 /* Encode UTF-8 text (BOS first if add_bos and the vocabulary has one;
  * lml_model_info.add_bos is the tokenizer's own rule) into tokens[0..*n_tokens).

@@ -557,7 +557,13 @@ static size_t nfc_bytes(const ml_bpe *t, const unsigned char *s, size_t len) {
 
 /* The ids, then the merges' 9 ints a byte of a piece, for each byte of the
  * text as encoded; under NFC also the normalized bytes (a quarter int each). */
-static size_t max_tokens(size_t len, size_t nfc) { return nfc ? 10 * nfc + nfc / 4 + 17 : 10 * len + 16; }
+static size_t max_tokens(size_t len, size_t nfc) {
+    size_t n = nfc ? nfc : len;
+    /* saturated where the ids could not be held in memory (a caller's
+     * cap * sizeof(int) would wrap on a 32-bit system): encode refuses it */
+    if (n > (ML_BPE_MAX_IDS - 17) / 11) return ML_BPE_MAX_IDS;
+    return nfc ? 10 * nfc + nfc / 4 + 17 : 10 * len + 16;
+}
 
 size_t ml_bpe_max_tokens(const ml_bpe *t, const char *text, size_t len) {
     return max_tokens(len, text ? nfc_bytes(t, (const unsigned char *)text, len) : 0);
@@ -580,7 +586,9 @@ ml_status ml_bpe_encode(const ml_bpe *t, const char *text, size_t len, int opts,
         return ml_errf(err, ML_E_ARG, "BPE encode: NULL tokenizer, text, ids or count");
     const unsigned char *s = (const unsigned char *)text;
     size_t nfc = len <= (size_t)INT_MAX / 16 ? nfc_bytes(t, s, len) : 0, need = max_tokens(len, nfc);
-    if (len > (size_t)INT_MAX / 16 || nfc > (size_t)INT_MAX / 16 || cap < need)
+    if (len > (size_t)INT_MAX / 16 || nfc > (size_t)INT_MAX / 16 || need == ML_BPE_MAX_IDS)
+        return ml_errf(err, ML_E_ARG, "BPE encode: %zu bytes of text are more than one encode takes", len);
+    if (cap < need)
         return ml_errf(err, ML_E_ARG, "BPE encode: %zu bytes of text need %zu entries of ids, got %zu", len, need,
                        cap);
     /* the ids first (at most a text byte each, + 2), then the workspace, then the normalized text */

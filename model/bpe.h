@@ -53,6 +53,8 @@
 #define ML_BPE_MAX_VOCAB (1 << 22)
 #define ML_BPE_MAX_MERGES (1 << 23)
 #define ML_BPE_MAX_TOKEN_LEN 1024
+/* The most entries ml_bpe_max_tokens says: so many ints fill the address space. */
+#define ML_BPE_MAX_IDS (SIZE_MAX / sizeof(int))
 
 enum { ML_BPE_PRE_GPT2 = 0, ML_BPE_PRE_LLAMA3 = 1, ML_BPE_PRE_QWEN2 = 2, ML_BPE_PRE_SMOLLM = 3, ML_BPE_PRE_COUNT };
 enum { ML_BPE_IGNORE_MERGES = 1, ML_BPE_RANK_BY_RESULT = 2, ML_BPE_NFC = 4 };
@@ -105,7 +107,8 @@ int ml_bpe_sniff(const void *data, size_t size);
 /* Entries the ids buffer of ml_bpe_encode needs for len bytes of text (the
  * buffer doubles as the merge workspace and, under ML_BPE_NFC, holds the
  * normalized text; the result has at most that text's bytes + 2 ids). t
- * NULL: the most any tokenizer needs for this text. */
+ * NULL: the most any tokenizer needs for this text. ML_BPE_MAX_IDS for text
+ * too long for one encode (on a 32-bit system, tens of MB). */
 size_t ml_bpe_max_tokens(const ml_bpe *t, const char *text, size_t len);
 
 /* Encode len bytes of text (UTF-8; an invalid byte is a character of class

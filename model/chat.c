@@ -404,8 +404,10 @@ size_t ml_chat_max_tokens(const ml_chat *c, const ml_chat_msg *msgs, int n) {
     size_t len = 64 + (c->default_system ? enc_bytes(t, c->default_system) + 64 : 0) +
                  (c->system_prefix ? enc_bytes(t, c->system_prefix) + 64 : 0);
     for (int i = 0; i < n; i++) len += enc_bytes(t, msgs[i].content) + 64;
-    /* and the normalized copy of the text, a quarter of an entry a byte */
-    return enc_need(t, NULL, len) + len / 4 + 1 + 16 * ((size_t)n + 1);
+    /* and the normalized copy of the text, a quarter of an entry a byte;
+     * saturated as ml_bpe_max_tokens is */
+    size_t need = enc_need(t, NULL, len), more = len / 4 + 1 + 16 * ((size_t)n + 1);
+    return need >= ML_BPE_MAX_IDS - more ? ML_BPE_MAX_IDS : need + more;
 }
 
 ml_status ml_chat_render(ml_chat *c, const ml_chat_msg *msgs, int n, int add_gen, int *tokens, size_t cap,

@@ -349,6 +349,15 @@ static void test_nfc(void) {
     size_t n = 0;
     size_t need = ml_bpe_max_tokens(&nfc, grows, 6);
     CHECK(ml_bpe_encode(&nfc, grows, 6, 0, ids, need - 1, &n, NULL) == ML_E_ARG, "one entry less than the bound: ML_E_ARG");
+    /* 100 MB of text: 1 G entries, whose bytes a 32-bit size_t cannot hold; the
+     * bound saturates there so a caller's cap * sizeof(int) never wraps, and
+     * encode refuses (before reading the text) */
+    size_t big = 100000000, r = ml_bpe_max_tokens(&plain, "x", big);
+    CHECK(r <= SIZE_MAX / sizeof(int) && (sizeof(size_t) > 4 ? r == 10 * big + 16 : r == ML_BPE_MAX_IDS) &&
+              ml_bpe_max_tokens(&plain, "x", SIZE_MAX / 2) == ML_BPE_MAX_IDS,
+          "the bound of 100 MB is 10 * len + 16, or saturated with a 32-bit size_t (%zu)", r);
+    CHECK(ml_bpe_encode(&plain, "x", SIZE_MAX / 2, 0, ids, ML_BPE_MAX_IDS, &n, NULL) == ML_E_ARG,
+          "text longer than one encode takes: ML_E_ARG, whatever the capacity");
     ml_bpe_free(&plain);
     ml_bpe_free(&nfc);
     GROUP_DONE("NFC before the pre-tokenizer (ML_BPE_NFC), per stretch between specials", f0);
