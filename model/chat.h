@@ -19,7 +19,9 @@
  * turn by turn: ml_chat_render_turn (start, system, user, the assistant's
  * header), the sampled reply, ml_chat_render_reply_end, the next turn ...
  * gives exactly the ids ml_chat_render gives for the whole conversation when
- * the reply's ids are its text's encoding (for Llama 3: of its trimmed text).
+ * the reply's ids are its text's encoding (for Llama 3: of its trimmed text;
+ * for Llama 2: of a space and its text, as "[/INST] reply </s>" has it: the
+ * generation prompt ends at "[/INST]", so the model writes that space).
  *
  * ml_chat_init allocates a text buffer (text_cap bytes: the longest run of
  * text between two control tokens); rendering allocates nothing. */

@@ -195,6 +195,13 @@ static void test_bpe_templates(void) {
     add_text(&q, "<|user|>\nhi"), add_id(&q, T_IME), add_text(&q, "\n<|assistant|>\n");
     CHECK(!render(&c, m + 1, 1, 1, &n) && same(tokens, n, &q), "zephyr ids");
     ml_chat_free(&c);
+    /* Llama 2's generation prompt ends at "[/INST]" and the whole render
+     * writes "[/INST] ok </s>": the reply the model writes is " ok". */
+    CHECK(!ml_chat_init(&c, ML_CHAT_LLAMA2, &t, T_BOT, T_IME, -1, 0, 4096, &err), "llama2 with the model's ids: %s",
+          err.msg);
+    int spaced_reply[] = {' ', 'o', 'k'};
+    CHECK(incremental_equals_whole(&c, spaced_reply, 3, "ok"), "llama2: turn by turn (reply ' ok') == whole ('ok')");
+    ml_chat_free(&c);
     CHECK(!ml_chat_init(&c, ML_CHAT_CHATML, &t, -1, -1, -1, 0, 64, &err), "a small text buffer");
     char big[200];
     memset(big, 'a', sizeof big - 1), big[sizeof big - 1] = 0;
