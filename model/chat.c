@@ -185,11 +185,17 @@ static int llama3_prefix(const char *t, size_t len, const char **k, int *kn, cha
     if (q == p || q - p > 64 || q == end || (*q == '\\' && (q + 1 == end || q[1] != 'n'))) return 0;
     *k = p, *kn = (int)(q - p);
     snprintf(date, date_cap, "26 Jul 2024"); /* Llama 3.1's and 3.2's fallback, if the literal is not found */
-    const char *d = find(t, len, "date_string = ");
-    if (d && (d += 14) < end && (*d == '"' || *d == '\'')) {
+    /* the first assignment of a literal: Llama 3.2 assigns strftime_now(...) before it */
+    static const char assign[] = "date_string = ";
+    for (const char *d = find(t, len, assign); d; d = find(d, (size_t)(end - d), assign)) {
+        d += sizeof assign - 1;
+        if (d == end || (*d != '"' && *d != '\'')) continue;
         const char *e = d + 1;
         while (e < end && *e != *d && (size_t)(e - d) < date_cap) e++;
-        if (e < end && *e == *d && e > d + 1) snprintf(date, date_cap, "%.*s", (int)(e - d - 1), d + 1);
+        if (e < end && *e == *d && e > d + 1) {
+            snprintf(date, date_cap, "%.*s", (int)(e - d - 1), d + 1);
+            break;
+        }
     }
     return 1;
 }

@@ -336,6 +336,17 @@ static void test_template_defaults(void) {
               "llama 3.1: a terminal chat's first turn without -sys gets the prefix");
     }
     ml_chat_free(&c);
+    /* Llama 3.2 sets date_string to strftime_now(...) before its literal:
+     * the literal after it is the fallback date. */
+    static const char l32[] =
+        "{%- if strftime_now is defined %}{%- set date_string = strftime_now(\"%d %b %Y\") %}{%- else %}"
+        "{%- set date_string = \"01 Jan 2025\" %}{%- endif %}{{- \"<|start_header_id|>system<|end_header_id|>\\n\\n\" }}"
+        "{{- \"Cutting Knowledge Date: December 2023\\n\" }}{{- \"Today Date: \" + date_string }}{{- \"<|eot_id|>\" }}";
+    CHECK(!ml_chat_init(&c, ML_CHAT_LLAMA3, &t, -1, -1, -1, -1, 4096, &err) &&
+              !ml_chat_use_template_defaults(&c, l32, strlen(l32), &err) && c.system_prefix &&
+              !strcmp(c.system_prefix, "Cutting Knowledge Date: December 2023\nToday Date: 01 Jan 2025\n\n"),
+          "llama 3.2: the date literal after strftime_now: '%s'", c.system_prefix ? c.system_prefix : "(none)");
+    ml_chat_free(&c);
     CHECK(!ml_chat_init(&c, ML_CHAT_LLAMA3, &t, -1, -1, -1, -1, 4096, &err), "llama3 init: %s", err.msg);
     static const char l30[] = "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ "
                               "message['content'] | trim + '<|eot_id|>' }}";
