@@ -25,6 +25,12 @@
  *               text, encoded with a built-in BPE vocab under each
  *               pre-tokenizer and under qwen2's NFC: the ids' bytes must
  *               give the text back (under NFC, a text of the same NFC)
+ *   chat        a chat_template (up to the first NUL), an options byte, then
+ *               NUL-separated messages (first byte 's' system, 'a' assistant,
+ *               else user) -> ml_chat_kind_detect / _choose, ml_chat_init over
+ *               a built-in vocab, ml_chat_use_template_defaults, ml_chat_render
+ *               within ml_chat_max_tokens (a smaller buffer is refused), and
+ *               turn by turn, which must give the whole render's ids
  *
  * A broken invariant calls FUZZ_FAIL(msg): abort() under libFuzzer, a
  * counted failure in the replay. Nothing here prints on success. */
@@ -52,6 +58,7 @@
 #include "model/model.h"
 #include "model/sampler.h"
 #include "model/bpe.h"
+#include "model/chat.h"
 #include "model/nfc.h"
 #include "model/tokenizer.h"
 #include "model/tok.h"
@@ -526,6 +533,206 @@ static inline void fuzz_http(const uint8_t *d, size_t n) {
         FUZZ_ASSERT(rc == 0 && n < 4096, "more bytes wanted past the head limit");
     }
     free(buf);
+}
+
+/* ---- chat: the chat templates, over a model's untrusted chat_template ---- */
+
+/* The options byte after the template's NUL. */
+enum {
+    FUZZ_CHAT_KIND = 3,    /* the kind, unless detected */
+    FUZZ_CHAT_DETECT = 4,  /* the template's own kind, when it is recognized */
+    FUZZ_CHAT_GEN = 8,     /* the whole render adds the generation prompt */
+    FUZZ_CHAT_SP = 16,     /* the SentencePiece vocab (Zephyr and Llama 2 only) */
+    FUZZ_CHAT_SMALL = 32,  /* the smallest text buffer, 64 bytes (else 4096) */
+    FUZZ_CHAT_IDS = 64,    /* the model's own ids (<s>, </s>, <|eot_id|>), not the tokenizer's */
+    FUZZ_CHAT_NO_BOS = 128 /* add_bos 0, else the tokenizer's rule */
+};
+enum { FUZZ_CHAT_MAX_MSGS = 16, FUZZ_CHAT_BOT = 261, FUZZ_CHAT_BOS, FUZZ_CHAT_EOS, FUZZ_CHAT_VOCAB };
+
+/* A byte-level BPE vocab of the 256 bytes and every template's control
+ * tokens, no merges: a text run's ids are its bytes, so a turn-by-turn
+ * render compares exactly with the whole one. And fuzz_tok_encode's
+ * SentencePiece vocab, whose dummy prefix starts every run. */
+typedef struct {
+    ml_tok bpe, sp;
+    int n; /* loaded: bpe, then sp */
+} fuzz_chat_vocabs;
+
+static inline void fuzz_chat_vocabs_load(fuzz_chat_vocabs *v) {
+    static const char *const ctl[] = {"<|im_start|>", "<|im_end|>", "<|start_header_id|>", "<|end_header_id|>",
+                                      "<|eot_id|>", "<|begin_of_text|>", "<s>", "</s>"};
+    static uint8_t f[8192];
+    /* "MLBP", version 1, gpt-2, no flags, tokens, no merges, bos, eos, no eot, add_bos */
+    uint32_t head[12] = {0, 1, ML_BPE_PRE_GPT2, 0, FUZZ_CHAT_VOCAB, 0, FUZZ_CHAT_BOT, FUZZ_CHAT_EOS, (uint32_t)-1, 1, 0, 0};
+    memcpy(head, "MLBP", 4);
+    memcpy(f, head, sizeof head);
+    size_t at = sizeof head;
+    for (int i = 0; i < FUZZ_CHAT_VOCAB; i++) {
+        char byte = (char)i;
+        const char *t = i < 256 ? &byte : ctl[i - 256];
+        uint32_t len_type[2] = {i < 256 ? 1 : (uint32_t)strlen(t), i < 256 ? ML_BPE_NORMAL : ML_BPE_CONTROL};
+        memcpy(f + at, len_type, 8), memcpy(f + at + 8, t, len_type[0]);
+        at += 8 + len_type[0];
+    }
+    v->n = ml_tok_load_buffer(&v->bpe, "fuzz_chat", f, at, FUZZ_CHAT_VOCAB, NULL) == ML_OK;
+    int sp_vocab = 0;
+    size_t sp_size = fuzz_builtin_tokenizer(f, sizeof f, &sp_vocab);
+    if (v->n && ml_tok_load_buffer(&v->sp, "builtin", f, sp_size, sp_vocab, NULL) == ML_OK) v->n++;
+}
+
+static inline void fuzz_chat_vocabs_free(fuzz_chat_vocabs *v) {
+    if (v->n > 1) ml_tok_free(&v->sp);
+    if (v->n > 0) ml_tok_free(&v->bpe);
+    v->n = 0;
+}
+
+/* Recognition: a kind, or ML_E_FORMAT with a reason; choosing by the
+ * template agrees with it, and by the kind's name gives the kind back. */
+static inline void fuzz_chat_detect(const char *tmpl, size_t len, ml_chat_kind *own, int *known) {
+    ml_err err = {{0}};
+    ml_chat_kind by_text = ML_CHAT_COUNT, by_name = ML_CHAT_COUNT;
+    ml_status s = ml_chat_kind_detect(tmpl, len, own, &err);
+    FUZZ_ASSERT(s == ML_OK ? (unsigned)*own < ML_CHAT_COUNT : s == ML_E_FORMAT && err.msg[0], "detect");
+    *known = s == ML_OK;
+    ml_status c = ml_chat_kind_choose(NULL, tmpl, len, &by_text, &err);
+    FUZZ_ASSERT(len ? c == s && (s || by_text == *own) : c == ML_E_ARG, "choose by the template != detect");
+    if (*known)
+        FUZZ_ASSERT(!ml_chat_kind_choose(ml_chat_name(*own), tmpl, len, &by_name, &err) && by_name == *own,
+                    "choose by name");
+}
+
+/* The defaults go only to a chat of the template's own kind, each to its
+ * kind, and stay short. */
+static inline void fuzz_chat_defaults(ml_chat *c, const char *tmpl, size_t len, int known, ml_chat_kind own) {
+    ml_err err = {{0}};
+    ml_status s = ml_chat_use_template_defaults(c, tmpl, len, &err);
+    FUZZ_ASSERT(s == ML_OK || (s == ML_E_NOMEM && err.msg[0]), "use_template_defaults");
+    FUZZ_ASSERT(!c->default_system || (c->kind == ML_CHAT_CHATML && strlen(c->default_system) <= len),
+                "a default system message of the wrong kind or longer than the template");
+    FUZZ_ASSERT(!c->system_prefix || (c->kind == ML_CHAT_LLAMA3 && strlen(c->system_prefix) <= 200),
+                "a system prefix of the wrong kind or too long");
+    FUZZ_ASSERT(!(c->default_system || c->system_prefix) || (known && own == c->kind),
+                "defaults from a template of another kind");
+}
+
+/* The whole conversation with ml_chat_max_tokens entries, then with fewer
+ * than its ids (refused) and between the two (the same ids, or refused);
+ * every buffer is exactly its cap, so ASan sees a write past it. */
+static inline void fuzz_chat_render(ml_chat *c, const ml_chat_msg *m, int n, int gen) {
+    size_t cap = ml_chat_max_tokens(c, m, n), nt = 0, k = 0;
+    int *ids = malloc(cap * sizeof *ids);
+    if (!ids) return;
+    ml_err err = {{0}};
+    ml_status s = ml_chat_render(c, m, n, gen, ids, cap, &nt, &err);
+    /* with that room, only a text run past text_cap or Llama 2's misplaced
+     * system message fail: never the token count */
+    FUZZ_ASSERT(s == ML_OK || (s == ML_E_ARG && err.msg[0] && !strstr(err.msg, "token")), "render failed");
+    FUZZ_ASSERT(nt <= cap && (s == ML_OK || nt == 0), "token count");
+    for (size_t i = 0; i < nt; i++) FUZZ_ASSERT(ids[i] >= 0 && ids[i] < ml_tok_vocab(c->tok), "id out of range");
+    const size_t caps[3] = {nt ? nt - 1 : 0, nt / 2, nt + (cap - nt) / 2};
+    for (int i = 0; s == ML_OK && i < 3; i++) {
+        int *small = malloc((caps[i] ? caps[i] : 1) * sizeof *small);
+        if (!small) break;
+        ml_status s2 = ml_chat_render(c, m, n, gen, small, caps[i], &k, &err);
+        if (caps[i] < nt) FUZZ_ASSERT(s2 == ML_E_ARG && k == 0, "a buffer smaller than the render accepted");
+        else FUZZ_ASSERT(s2 == ML_E_ARG || (k == nt && !memcmp(small, ids, nt * sizeof *ids)), "a second render differs");
+        free(small);
+    }
+    free(ids);
+}
+
+/* The text the whole render writes for an assistant message (ml_chat.h):
+ * Llama 3's trimmed, Llama 2's after a space; in a new string. */
+static inline char *fuzz_chat_reply_text(const ml_chat *c, const char *content) {
+    size_t len = strlen(content);
+    const int space = c->kind == ML_CHAT_LLAMA2;
+    if (c->kind == ML_CHAT_LLAMA3) {
+        while (len && strchr(" \t\n\r\f\v", content[len - 1])) len--;
+        while (len && strchr(" \t\n\r\f\v", *content)) content++, len--;
+    }
+    char *t = malloc(space + len + 1);
+    if (t) t[0] = ' ', memcpy(t + space, content, len), t[space + len] = 0;
+    return t;
+}
+
+/* The messages as a terminal chat has them (a system message first or
+ * none, then user, assistant, user ...), rendered turn by turn with each
+ * reply's ids its text's encoding: the whole render's ids (ml_chat.h). */
+static inline void fuzz_chat_turns(ml_chat *c, const ml_chat_msg *m, int n) {
+    ml_chat_msg conv[FUZZ_CHAT_MAX_MSGS];
+    const int sys = n && m[0].role == ML_CHAT_SYSTEM;
+    if (n - sys < 1) return;
+    for (int i = 0; i < n; i++)
+        conv[i] = (ml_chat_msg){i < sys ? ML_CHAT_SYSTEM : (i - sys) % 2 ? ML_CHAT_ASSISTANT : ML_CHAT_USER, m[i].content};
+    size_t cap = ml_chat_max_tokens(c, conv, n), nw = 0, nt = 0, k = 0;
+    int *whole = malloc(cap * sizeof *whole), *turns = malloc(cap * sizeof *turns);
+    ml_err err = {{0}};
+    ml_status s = whole && turns ? ml_chat_render(c, conv, n, conv[n - 1].role == ML_CHAT_USER, whole, cap, &nw, &err)
+                                 : ML_E_NOMEM;
+    for (int i = sys; s == ML_OK && i < n; i++, nt += k) {
+        if (conv[i].role == ML_CHAT_USER) {
+            s = ml_chat_render_turn(c, i == sys, sys ? conv[0].content : NULL, conv[i].content, turns + nt, cap - nt,
+                                    &k, &err);
+            continue;
+        }
+        char *text = fuzz_chat_reply_text(c, conv[i].content);
+        int *reply = text ? malloc(ml_tok_max_tokens(c->tok, text) * sizeof *reply) : NULL;
+        int nr = 0;
+        s = reply ? ml_tok_encode(c->tok, text, 0, 0, 0, reply, &nr, &err) : ML_E_NOMEM;
+        if (s == ML_OK && (size_t)nr > cap - nt) s = ML_E_ARG;
+        if (s == ML_OK) memcpy(turns + nt, reply, (size_t)nr * sizeof *reply);
+        free(reply);
+        free(text);
+        nt += (size_t)nr;
+        if (s == ML_OK) s = ml_chat_render_reply_end(c, turns + nt, cap - nt, &k, &err);
+    }
+    /* SentencePiece starts each run with its dummy prefix: not comparable */
+    if (nw && c->tok->kind == ML_TOK_KIND_BPE) {
+        FUZZ_ASSERT(s == ML_OK, "a turn failed where the whole render did not");
+        FUZZ_ASSERT(nt == nw && !memcmp(turns, whole, nw * sizeof *whole), "turn by turn != the whole render");
+    }
+    free(whole);
+    free(turns);
+}
+
+/* The template is copied without its NUL: the library reads len bytes. */
+static inline void fuzz_chat(const fuzz_chat_vocabs *v, const uint8_t *d, size_t n) {
+    const uint8_t *nul = memchr(d, 0, n);
+    const size_t tl = nul ? (size_t)(nul - d) : n, rest = tl + 2 <= n ? n - tl - 2 : 0;
+    const unsigned opts = tl + 1 < n ? d[tl + 1] : FUZZ_CHAT_DETECT;
+    char *tmpl = malloc(tl ? tl : 1), *text = malloc(rest + 1);
+    if (!tmpl || !text) goto out;
+    memcpy(tmpl, d, tl);
+    memcpy(text, d + n - rest, rest);
+    text[rest] = 0;
+    ml_chat_msg m[FUZZ_CHAT_MAX_MSGS];
+    int n_msgs = 0;
+    for (size_t at = 0; at < rest && n_msgs < FUZZ_CHAT_MAX_MSGS; at += strlen(text + at) + 1) {
+        const char r = text[at];
+        m[n_msgs++] = (ml_chat_msg){r == 's' ? ML_CHAT_SYSTEM : r == 'a' ? ML_CHAT_ASSISTANT : ML_CHAT_USER, text + at + !!r};
+    }
+    ml_chat_kind own = ML_CHAT_COUNT, kind = (ml_chat_kind)(opts & FUZZ_CHAT_KIND);
+    int known = 0;
+    fuzz_chat_detect(tmpl, tl, &own, &known);
+    if (known && (opts & FUZZ_CHAT_DETECT)) kind = own;
+    const ml_tok *tok = (opts & FUZZ_CHAT_SP) && v->n > 1 ? &v->sp : &v->bpe;
+    const int ids = (opts & FUZZ_CHAT_IDS) != 0, sp = tok == &v->sp;
+    ml_chat c;
+    ml_err err = {{0}};
+    ml_status s = ml_chat_init(&c, kind, tok, ids ? (sp ? 1 : FUZZ_CHAT_BOS) : -1, ids ? (sp ? 2 : FUZZ_CHAT_EOS) : -1,
+                               ids && !sp ? FUZZ_CHAT_BOT - 1 : -1, opts & FUZZ_CHAT_NO_BOS ? 0 : -1,
+                               opts & FUZZ_CHAT_SMALL ? 64 : 4096, &err);
+    /* SentencePiece lacks ChatML's and Llama 3's control tokens */
+    FUZZ_ASSERT(s == ML_OK || (s == ML_E_FORMAT && sp && kind <= ML_CHAT_LLAMA3 && err.msg[0]), "init");
+    if (s == ML_OK) {
+        fuzz_chat_defaults(&c, tmpl, tl, known, own);
+        fuzz_chat_render(&c, m, n_msgs, (opts & FUZZ_CHAT_GEN) != 0);
+        fuzz_chat_turns(&c, m, n_msgs);
+        ml_chat_free(&c);
+    }
+out:
+    free(tmpl);
+    free(text);
 }
 
 #endif

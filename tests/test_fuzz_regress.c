@@ -25,6 +25,7 @@ static int broken;
 #include "fuzz/fuzz_targets.h"
 
 static fuzz_tokenizers tokenizers;
+static fuzz_chat_vocabs chat_vocabs;
 
 static void run_target(const char *target, const uint8_t *d, size_t n) {
     if (!strcmp(target, "mlb")) fuzz_mlb(d, n);
@@ -34,6 +35,7 @@ static void run_target(const char *target, const uint8_t *d, size_t n) {
     else if (!strcmp(target, "gguf")) fuzz_gguf(d, n);
     else if (!strcmp(target, "json")) fuzz_json(d, n);
     else if (!strcmp(target, "http")) fuzz_http(d, n);
+    else if (!strcmp(target, "chat")) fuzz_chat(&chat_vocabs, d, n);
     else fuzz_cli(d, n);
 }
 
@@ -89,8 +91,10 @@ int ml_main(int argc, char **argv) {
     const char *root = getenv("ML_FUZZ_DIR") ? getenv("ML_FUZZ_DIR") : "fuzz";
     fuzz_tokenizers_load(&tokenizers);
     CHECK(tokenizers.n >= 1, "the built-in fuzz tokenizer did not load");
+    fuzz_chat_vocabs_load(&chat_vocabs);
+    CHECK(chat_vocabs.n == 2, "the built-in fuzz_chat vocabularies did not load");
     if (tokenizers.n < 2) SKIP("tok_encode with tok512.bin: $MODELS/stories260K/tok512.bin not found");
-    static const char *const targets[] = {"mlb", "tok_load", "tok_encode", "cli", "bpe", "gguf", "json", "http"};
+    static const char *const targets[] = {"mlb", "tok_load", "tok_encode", "cli", "bpe", "gguf", "json", "http", "chat"};
     for (size_t i = 0; i < sizeof targets / sizeof *targets; i++) {
         int f0 = tl_failed;
         int nr = replay_dir(root, "regress", targets[i]);
@@ -102,5 +106,6 @@ int ml_main(int argc, char **argv) {
         GROUP_DONE(what, f0);
     }
     fuzz_tokenizers_free(&tokenizers);
+    fuzz_chat_vocabs_free(&chat_vocabs);
     return tl_summary();
 }
