@@ -641,6 +641,21 @@ static inline void fuzz_chat_render(ml_chat *c, const ml_chat_msg *m, int n, int
     free(ids);
 }
 
+/* What the template adds is a system message (ml_chat.h): a conversation
+ * without one renders as with the default one first (ChatML), or with an
+ * empty one (Llama 3.1's prefix). */
+static inline void fuzz_chat_default_is_a_message(ml_chat *c, const ml_chat_msg *m, int n) {
+    if (!n || m[0].role == ML_CHAT_SYSTEM || !(c->default_system || c->system_prefix)) return;
+    ml_chat_msg with[FUZZ_CHAT_MAX_MSGS + 1] = {{ML_CHAT_SYSTEM, c->default_system ? c->default_system : ""}};
+    memcpy(with + 1, m, (size_t)n * sizeof *m);
+    size_t cap = ml_chat_max_tokens(c, with, n + 1), na = 0, nb = 0;
+    int *a = malloc(cap * sizeof *a), *b = malloc(cap * sizeof *b);
+    if (a && b && !ml_chat_render(c, m, n, 1, a, cap, &na, NULL) && !ml_chat_render(c, with, n + 1, 1, b, cap, &nb, NULL))
+        FUZZ_ASSERT(na == nb && !memcmp(a, b, na * sizeof *a), "the template's system message differs from an explicit one");
+    free(a);
+    free(b);
+}
+
 /* The text the whole render writes for an assistant message (ml_chat.h):
  * Llama 3's trimmed, Llama 2's after a space; in a new string. */
 static inline char *fuzz_chat_reply_text(const ml_chat *c, const char *content) {
@@ -728,6 +743,7 @@ static inline void fuzz_chat(const fuzz_chat_vocabs *v, const uint8_t *d, size_t
         fuzz_chat_defaults(&c, tmpl, tl, known, own);
         fuzz_chat_render(&c, m, n_msgs, (opts & FUZZ_CHAT_GEN) != 0);
         fuzz_chat_turns(&c, m, n_msgs);
+        fuzz_chat_default_is_a_message(&c, m, n_msgs);
         ml_chat_free(&c);
     }
 out:
