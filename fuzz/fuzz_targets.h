@@ -563,7 +563,8 @@ static inline void fuzz_chat_vocabs_load(fuzz_chat_vocabs *v) {
                                       "<|eot_id|>", "<|begin_of_text|>", "<s>", "</s>"};
     static uint8_t f[8192];
     /* "MLBP", version 1, gpt-2, no flags, tokens, no merges, bos, eos, no eot, add_bos */
-    uint32_t head[12] = {0, 1, ML_BPE_PRE_GPT2, 0, FUZZ_CHAT_VOCAB, 0, FUZZ_CHAT_BOT, FUZZ_CHAT_EOS, (uint32_t)-1, 1, 0, 0};
+    uint32_t head[12] = {0, 1, ML_BPE_PRE_GPT2, 0, FUZZ_CHAT_VOCAB, 0, FUZZ_CHAT_BOT, FUZZ_CHAT_EOS, (uint32_t)-1,
+                         1, 0, 0};
     memcpy(head, "MLBP", 4);
     memcpy(f, head, sizeof head);
     size_t at = sizeof head;
@@ -635,13 +636,15 @@ static inline void fuzz_chat_render(ml_chat *c, const ml_chat_msg *m, int n, int
         if (!small) break;
         ml_status s2 = ml_chat_render(c, m, n, gen, small, caps[i], &k, &err);
         if (caps[i] < nt) FUZZ_ASSERT(s2 == ML_E_ARG && k == 0, "a buffer smaller than the render accepted");
-        else FUZZ_ASSERT(s2 == ML_E_ARG || (k == nt && !memcmp(small, ids, nt * sizeof *ids)), "a second render differs");
+        else
+            FUZZ_ASSERT(s2 == ML_E_ARG || (k == nt && !memcmp(small, ids, nt * sizeof *ids)),
+                        "a second render differs");
         free(small);
     }
     free(ids);
 }
 
-/* What the template adds is a system message (ml_chat.h): a conversation
+/* What the template adds is a system message (model/chat.h): a conversation
  * without one renders as with the default one first (ChatML), or with an
  * empty one (Llama 3.1's prefix). */
 static inline void fuzz_chat_default_is_a_message(ml_chat *c, const ml_chat_msg *m, int n) {
@@ -650,13 +653,15 @@ static inline void fuzz_chat_default_is_a_message(ml_chat *c, const ml_chat_msg 
     memcpy(with + 1, m, (size_t)n * sizeof *m);
     size_t cap = ml_chat_max_tokens(c, with, n + 1), na = 0, nb = 0;
     int *a = malloc(cap * sizeof *a), *b = malloc(cap * sizeof *b);
-    if (a && b && !ml_chat_render(c, m, n, 1, a, cap, &na, NULL) && !ml_chat_render(c, with, n + 1, 1, b, cap, &nb, NULL))
-        FUZZ_ASSERT(na == nb && !memcmp(a, b, na * sizeof *a), "the template's system message differs from an explicit one");
+    if (a && b && !ml_chat_render(c, m, n, 1, a, cap, &na, NULL) &&
+        !ml_chat_render(c, with, n + 1, 1, b, cap, &nb, NULL))
+        FUZZ_ASSERT(na == nb && !memcmp(a, b, na * sizeof *a),
+                    "the template's system message differs from an explicit one");
     free(a);
     free(b);
 }
 
-/* The text the whole render writes for an assistant message (ml_chat.h):
+/* The text the whole render writes for an assistant message (model/chat.h):
  * Llama 3's trimmed, Llama 2's after a space; in a new string. */
 static inline char *fuzz_chat_reply_text(const ml_chat *c, const char *content) {
     size_t len = strlen(content);
@@ -672,13 +677,14 @@ static inline char *fuzz_chat_reply_text(const ml_chat *c, const char *content) 
 
 /* The messages as a terminal chat has them (a system message first or
  * none, then user, assistant, user ...), rendered turn by turn with each
- * reply's ids its text's encoding: the whole render's ids (ml_chat.h). */
+ * reply's ids its text's encoding: the whole render's ids (model/chat.h). */
 static inline void fuzz_chat_turns(ml_chat *c, const ml_chat_msg *m, int n) {
     ml_chat_msg conv[FUZZ_CHAT_MAX_MSGS];
     const int sys = n && m[0].role == ML_CHAT_SYSTEM;
     if (n - sys < 1) return;
     for (int i = 0; i < n; i++)
-        conv[i] = (ml_chat_msg){i < sys ? ML_CHAT_SYSTEM : (i - sys) % 2 ? ML_CHAT_ASSISTANT : ML_CHAT_USER, m[i].content};
+        conv[i] = (ml_chat_msg){i < sys ? ML_CHAT_SYSTEM : (i - sys) % 2 ? ML_CHAT_ASSISTANT : ML_CHAT_USER,
+                                m[i].content};
     size_t cap = ml_chat_max_tokens(c, conv, n), nw = 0, nt = 0, k = 0;
     int *whole = malloc(cap * sizeof *whole), *turns = malloc(cap * sizeof *turns);
     ml_err err = {{0}};
@@ -724,7 +730,8 @@ static inline void fuzz_chat(const fuzz_chat_vocabs *v, const uint8_t *d, size_t
     int n_msgs = 0;
     for (size_t at = 0; at < rest && n_msgs < FUZZ_CHAT_MAX_MSGS; at += strlen(text + at) + 1) {
         const char r = text[at];
-        m[n_msgs++] = (ml_chat_msg){r == 's' ? ML_CHAT_SYSTEM : r == 'a' ? ML_CHAT_ASSISTANT : ML_CHAT_USER, text + at + !!r};
+        m[n_msgs++] = (ml_chat_msg){r == 's' ? ML_CHAT_SYSTEM : r == 'a' ? ML_CHAT_ASSISTANT : ML_CHAT_USER,
+                                    text + at + !!r};
     }
     ml_chat_kind own = ML_CHAT_COUNT, kind = (ml_chat_kind)(opts & FUZZ_CHAT_KIND);
     int known = 0;

@@ -340,8 +340,9 @@ static void test_template_defaults(void) {
      * the literal after it is the fallback date. */
     static const char l32[] =
         "{%- if strftime_now is defined %}{%- set date_string = strftime_now(\"%d %b %Y\") %}{%- else %}"
-        "{%- set date_string = \"01 Jan 2025\" %}{%- endif %}{{- \"<|start_header_id|>system<|end_header_id|>\\n\\n\" }}"
-        "{{- \"Cutting Knowledge Date: December 2023\\n\" }}{{- \"Today Date: \" + date_string }}{{- \"<|eot_id|>\" }}";
+        "{%- set date_string = \"01 Jan 2025\" %}{%- endif %}"
+        "{{- \"<|start_header_id|>system<|end_header_id|>\\n\\n\" }}{{- \"Cutting Knowledge Date: December 2023\\n\" }}"
+        "{{- \"Today Date: \" + date_string }}{{- \"<|eot_id|>\" }}";
     CHECK(!ml_chat_init(&c, ML_CHAT_LLAMA3, &t, -1, -1, -1, -1, 4096, &err) &&
               !ml_chat_use_template_defaults(&c, l32, strlen(l32), &err) && c.system_prefix &&
               !strcmp(c.system_prefix, "Cutting Knowledge Date: December 2023\nToday Date: 01 Jan 2025\n\n"),

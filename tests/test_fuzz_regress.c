@@ -94,7 +94,8 @@ int ml_main(int argc, char **argv) {
     fuzz_chat_vocabs_load(&chat_vocabs);
     CHECK(chat_vocabs.n == 2, "the built-in fuzz_chat vocabularies did not load");
     if (tokenizers.n < 2) SKIP("tok_encode with tok512.bin: $MODELS/stories260K/tok512.bin not found");
-    static const char *const targets[] = {"mlb", "tok_load", "tok_encode", "cli", "bpe", "gguf", "json", "http", "chat"};
+    static const char *const targets[] = {"mlb", "tok_load", "tok_encode", "cli", "bpe",
+                                          "gguf", "json", "http", "chat"};
     for (size_t i = 0; i < sizeof targets / sizeof *targets; i++) {
         int f0 = tl_failed;
         int nr = replay_dir(root, "regress", targets[i]);
