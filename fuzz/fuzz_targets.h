@@ -662,11 +662,11 @@ static inline void fuzz_chat_default_is_a_message(ml_chat *c, const ml_chat_msg 
 }
 
 /* The text the whole render writes for an assistant message (model/chat.h):
- * Llama 3's trimmed, Llama 2's after a space; in a new string. */
+ * Llama 3's trimmed, Llama 2's trimmed after a space; in a new string. */
 static inline char *fuzz_chat_reply_text(const ml_chat *c, const char *content) {
     size_t len = strlen(content);
     const int space = c->kind == ML_CHAT_LLAMA2;
-    if (c->kind == ML_CHAT_LLAMA3) {
+    if (c->kind == ML_CHAT_LLAMA3 || c->kind == ML_CHAT_LLAMA2) {
         while (len && strchr(" \t\n\r\f\v", content[len - 1])) len--;
         while (len && strchr(" \t\n\r\f\v", *content)) content++, len--;
     }

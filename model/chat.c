@@ -267,13 +267,22 @@ static void put_text_n(builder *b, const char *s, size_t len) {
 
 static void put_text(builder *b, const char *s) { put_text_n(b, s, strlen(s)); }
 
-/* s without the white space around it (Jinja's trim on ASCII text) */
-static void put_trimmed(builder *b, const char *s) {
+/* The length of s without the white space after it (ASCII's). */
+static size_t rstrip_len(const char *s) {
     size_t len = strlen(s);
     while (len && strchr(" \t\n\r\f\v", s[len - 1])) len--;
-    while (len && strchr(" \t\n\r\f\v", *s)) s++, len--;
+    return len;
+}
+
+/* s without the white space after it, and before it when lead (Jinja's
+ * trim and Python's strip on ASCII text) */
+static void put_stripped(builder *b, const char *s, int lead) {
+    size_t len = rstrip_len(s);
+    while (lead && len && strchr(" \t\n\r\f\v", *s)) s++, len--;
     put_text_n(b, s, len);
 }
+
+static void put_trimmed(builder *b, const char *s) { put_stripped(b, s, 1); }
 
 static void flush_text(builder *b) {
     ml_chat *c = b->c;
@@ -355,16 +364,19 @@ static void put_end(builder *b, ml_chat_role r) {
     }
 }
 
-/* Llama 2 has no system turn: the system text opens the next [INST]. */
+/* Llama 2 has no system turn: the system text opens the next [INST]. Its
+ * template strips what goes between "[INST] " and " [/INST]": a system text
+ * keeps its own white space, the user's after it goes, and with a user
+ * message of white space only, so does the blank line before it. */
 static void put_llama2_user(builder *b, const char *system, const char *user) {
     put_id(b, b->c->ctl[1]);
     put_text(b, "[INST] ");
     if (system) {
         put_text(b, "<<SYS>>\n");
         put_text(b, system);
-        put_text(b, "\n<</SYS>>\n\n");
+        put_text(b, rstrip_len(user) ? "\n<</SYS>>\n\n" : "\n<</SYS>>");
     }
-    put_text(b, user);
+    put_stripped(b, user, !system);
     put_text(b, " [/INST]");
 }
 
@@ -377,7 +389,7 @@ static void put_msg(builder *b, const ml_chat_msg *msgs, int i) {
     }
     put_header(b, m->role);
     if (b->c->kind == ML_CHAT_LLAMA2) put_text(b, " "); /* "[/INST] reply </s>" */
-    if (b->c->kind == ML_CHAT_LLAMA3) put_trimmed(b, m->content);
+    if (b->c->kind == ML_CHAT_LLAMA3 || b->c->kind == ML_CHAT_LLAMA2) put_trimmed(b, m->content);
     else put_text(b, m->content);
     put_end(b, m->role);
 }

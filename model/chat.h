@@ -13,15 +13,18 @@
  * A SentencePiece vocabulary puts its dummy-prefix space before each run.
  *
  * Llama 3 trims each message's content of white space (its template's
- * "| trim"; llama.cpp's too).
+ * "| trim"; llama.cpp's too); Llama 2 strips what it puts in an [INST] (a
+ * system text keeps its own, the user's after it does not) and each reply
+ * (its template's ".strip()"). White space here is ASCII's: Python's strip
+ * also takes Unicode spaces, llama.cpp's does not.
  *
  * A render is the concatenation of its parts, so a conversation can be fed
  * turn by turn: ml_chat_render_turn (start, system, user, the assistant's
  * header), the sampled reply, ml_chat_render_reply_end, the next turn ...
  * gives exactly the ids ml_chat_render gives for the whole conversation when
  * the reply's ids are its text's encoding (for Llama 3: of its trimmed text;
- * for Llama 2: of a space and its text, as "[/INST] reply </s>" has it: the
- * generation prompt ends at "[/INST]", so the model writes that space).
+ * for Llama 2: of a space and its trimmed text, as "[/INST] reply </s>" has
+ * it: the generation prompt ends at "[/INST]", so the model writes that space).
  *
  * ml_chat_init allocates a text buffer (text_cap bytes: the longest run of
  * text between two control tokens); rendering allocates nothing. */

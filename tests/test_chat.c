@@ -363,6 +363,23 @@ static void test_template_defaults(void) {
     CHECK(!ml_chat_init(&c, ML_CHAT_CHATML, &t, -1, -1, -1, 0, 4096, &err), "chatml init: %s", err.msg);
     CHECK(!same_render(&c, spaced, 2, bare, 2), "chatml keeps white space (its template has no trim)");
     ml_chat_free(&c);
+    /* Llama 2 strips what goes in an [INST] (content.strip() of
+     * "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + user: the system text keeps
+     * its white space) and each reply: as jinja2 renders Meta's template. */
+    CHECK(!ml_chat_init(&c, ML_CHAT_LLAMA2, &t, T_BOT, T_IME, -1, 0, 4096, &err), "llama2 init: %s", err.msg);
+    ml_chat_msg l2_spaced[] = {{ML_CHAT_USER, "\n hi \t"}, {ML_CHAT_ASSISTANT, " ok\n"}, {ML_CHAT_USER, " more "}};
+    ml_chat_msg l2_bare[] = {{ML_CHAT_USER, "hi"}, {ML_CHAT_ASSISTANT, "ok"}, {ML_CHAT_USER, "more"}};
+    CHECK(same_render(&c, l2_spaced, 3, l2_bare, 3), "llama2: white space around user messages and replies goes");
+    ml_chat_msg l2_sys[] = {{ML_CHAT_SYSTEM, " S\n"}, {ML_CHAT_USER, " hi "}};
+    ml_chat_msg l2_sys_bare[] = {{ML_CHAT_SYSTEM, " S\n"}, {ML_CHAT_USER, " hi"}};
+    CHECK(same_render(&c, l2_sys, 2, l2_sys_bare, 2), "llama2: after a system text, only the user's last white space goes");
+    ml_chat_msg l2_blank[] = {{ML_CHAT_SYSTEM, "S"}, {ML_CHAT_USER, " \n"}};
+    size_t n = 0;
+    seq q = {.n = 0};
+    add_id(&q, T_BOT), add_text(&q, "[INST] <<SYS>>\nS\n<</SYS>> [/INST]");
+    CHECK(!render(&c, l2_blank, 2, 1, &n) && same(tokens, n, &q),
+          "llama2: a blank user message after a system text takes the blank line before it too");
+    ml_chat_free(&c);
     /* The template's text comes on top of the text buffer a chat was set up
      * for: a smallest chat (64 bytes) renders a 50-byte message with a
      * long default system message, or after Llama 3.1's prefix. */
