@@ -445,17 +445,30 @@ static int32_t *index_find(tok_index *x, const unsigned char *p, size_t n) {
     }
 }
 
+/* tokenizer.ggml.pre -> the pre-tokenizer (model/bpe.h) and its flags, with
+ * llama.cpp's other names for the same split rules. llama-bpe ignores merges
+ * for whole tokens; Qwen2's tokenizer.json normalizes to NFC (a GGUF does not
+ * say so: its pre names the family); DeepSeek-R1's Qwen distills split as
+ * Qwen2 does, normalized as llama.cpp does it (not at all). */
+static const struct {
+    const char *name;
+    int pre;
+    uint32_t flags;
+} gguf_pres[] = {{"gpt-2", 0, 0}, {"llama-bpe", 1, 1}, {"llama3", 1, 1}, {"llama-v3", 1, 1}, {"falcon3", 1, 1},
+                 {"qwen2", 2, 4}, {"deepseek-r1-qwen", 2, 0}, {"smollm", 3, 0}};
+
 static ml_status read_bpe(conv *c, const ml_gguf_kv *toks, const ml_gguf_kv *types, ml_err *err) {
-    static const char *const pres[] = {"gpt-2", "llama-bpe", "qwen2", "smollm"};
     ml_gguf *g = &c->g;
     ml_gguf_str pre;
     ml_status s;
     if ((s = ml_gguf_string(g, "tokenizer.ggml.pre", 0, "gpt-2", &pre, err))) return tok_err(c, s, err);
     int pi = -1;
-    for (int i = 0; i < 4; i++)
-        if (ml_gguf_str_is(pre, pres[i])) pi = i;
+    for (size_t i = 0; i < sizeof gguf_pres / sizeof *gguf_pres; i++)
+        if (ml_gguf_str_is(pre, gguf_pres[i].name)) pi = (int)i;
     if (pi < 0)
-        return ml_errf(err, ML_E_FORMAT, "%s: tokenizer.ggml.pre is '%.*s'; supported: gpt-2, llama-bpe, qwen2, smollm",
+        return ml_errf(err, ML_E_FORMAT,
+                       "%s: tokenizer.ggml.pre is '%.*s'; supported: gpt-2, llama-bpe (llama3, llama-v3, falcon3), "
+                       "qwen2 (deepseek-r1-qwen), smollm",
                        c->path, (int)(pre.len > 64 ? 64 : pre.len), pre.s);
     uint64_t n = toks->arr_n;
     const ml_gguf_kv *merges = tok_array(c, "tokenizer.ggml.merges", ML_GGUF_STRING, UINT64_MAX, 0, &s, err);
@@ -578,10 +591,7 @@ static ml_status read_bpe(conv *c, const ml_gguf_kv *toks, const ml_gguf_kv *typ
         o += 12;
     }
     if (!s) {
-        /* llama-bpe ignores merges for whole tokens; Qwen2's tokenizer.json
-         * normalizes to NFC (a GGUF does not say so: its pre names the family). */
-        uint32_t flags = pi == 1 ? 1u : pi == 2 ? 4u : 0u;
-        uint32_t head[12] = {0, 1, (uint32_t)pi, flags, (uint32_t)n, (uint32_t)nm, (uint32_t)ids[0],
+        uint32_t head[12] = {0, 1, (uint32_t)gguf_pres[pi].pre, gguf_pres[pi].flags, (uint32_t)n, (uint32_t)nm, (uint32_t)ids[0],
                              (uint32_t)ids[1], (uint32_t)(int32_t)eot, (uint32_t)(add_bos && ids[0] >= 0), 0, 0};
         memcpy(head, "MLBP", 4);
         memcpy(c->tok, head, sizeof head);

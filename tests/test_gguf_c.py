@@ -252,7 +252,12 @@ def bpe(rep, tmp, cache):
                  "tokenizer.ggml.bos_token_id": (297, V.UINT32, None),
                  "tokenizer.ggml.eos_token_id": (297, V.UINT32, None),
                  "tokenizer.chat_template": ("{{ messages }}", V.STRING, None)})
-    for pre, add_bos in (("smollm", False), ("llama-bpe", True), ("qwen2", False), ("gpt-2", True)):
+    import gguf
+    import tokfile
+    # pre as the GGUF names it: our pre-tokenizer, flags (llama.cpp's other names for the same split)
+    for pre, add_bos, ours, flags in (("smollm", False, "smollm", 0), ("llama-bpe", True, "llama-bpe", 1),
+                                      ("qwen2", False, "qwen2", 4), ("gpt-2", True, "gpt-2", 0),
+                                      ("llama3", True, "llama-bpe", 1), ("deepseek-r1-qwen", True, "qwen2", 0)):
         with rep.group(f"byte-level BPE GGUF (pre {pre}, add_bos {add_bos}): the C conversion == convert.py") as g:
             m = dict(meta)
             m["tokenizer.ggml.pre"] = (pre, V.STRING, None)
@@ -260,6 +265,9 @@ def bpe(rep, tmp, cache):
             path = os.path.join(tmp, f"bpe_{pre}.gguf")
             tg.write_gguf(path, m, {k: tg.encode(v, "Q8_0") for k, v in t.items()})
             same_as_python(g, f"BPE {pre}", path, cache, tmp)
+            tf = tokfile.bpe_from_gguf(gguf.GGUFReader(path))
+            g.check(tf.pre == ours and tf.flags == flags, f"read as pre {tf.pre}, flags {tf.flags}: "
+                                                          f"expected {ours}, {flags}")
     with rep.group("byte-level BPE GGUF refusals: a merge of unknown tokens, a token outside GPT-2's map") as g:
         for label, edit, want in (
                 ("merge", lambda m: m.__setitem__("tokenizer.ggml.merges", (merges + ["zz qq"], V.ARRAY, V.STRING)),

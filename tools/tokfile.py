@@ -28,6 +28,8 @@ MAGIC = b"MLBP"
 VERSION = 1
 PRE = {"gpt-2": 0, "llama-bpe": 1, "qwen2": 2, "smollm": 3}
 IGNORE_MERGES, RANK_BY_RESULT, NFC = 1, 2, 4
+# llama.cpp's other tokenizer.ggml.pre names for the same split rules
+GGUF_PRE_ALIASES = {"llama3": "llama-bpe", "llama-v3": "llama-bpe", "falcon3": "llama-bpe", "deepseek-r1-qwen": "qwen2"}
 TYPE_NORMAL, TYPE_UNKNOWN, TYPE_CONTROL, TYPE_USER, TYPE_UNUSED, TYPE_BYTE = 1, 2, 3, 4, 5, 6
 MAX_TOKEN_LEN = 1024
 
@@ -183,9 +185,11 @@ def bpe_from_gguf(reader):
     model = get("model")
     if model != "gpt2":
         raise TokFileError(f"{k}model is {model!r}, expected 'gpt2' (byte-level BPE)")
-    pre = get("pre", "gpt-2")
+    named = get("pre", "gpt-2")
+    pre = GGUF_PRE_ALIASES.get(named, named)
     if pre not in PRE:
-        raise TokFileError(f"{k}pre is {pre!r}; supported: {', '.join(PRE)}")
+        raise TokFileError(f"{k}pre is {named!r}; supported: {', '.join(PRE)} "
+                           f"(and llama.cpp's {', '.join(GGUF_PRE_ALIASES)})")
     field = reader.get_field(k + "tokens")
     if field is None:
         raise TokFileError(f"{k}tokens is missing")
@@ -217,7 +221,8 @@ def bpe_from_gguf(reader):
         ids["eot"] = _guess_eot(tokens, types)
     add_bos = bool(get("add_bos_token", False)) and ids["bos"] >= 0
     # Qwen2's tokenizer.json normalizes to NFC; a GGUF does not say so, its pre names the family
-    flags = IGNORE_MERGES if pre == "llama-bpe" else NFC if pre == "qwen2" else 0
+    # (DeepSeek-R1's Qwen distills: normalized as llama.cpp does it, not at all)
+    flags = IGNORE_MERGES if pre == "llama-bpe" else NFC if named == "qwen2" else 0
     return TokFile(pre, tokens, types, merges, flags, ids["bos"], ids["eos"], ids["eot"], add_bos)
 
 
