@@ -62,7 +62,7 @@ static void usage(FILE *f) {
             "                 tokenizer drafting greedily (--draft N drafts a step, default 8;\n"
             "                 --draft-tokenizer FILE: its tokenizer, checked against -z's)\n"
             "  --chat         chat on stdin/stdout (app/chat.c): --chat-template NAME\n"
-            "                 (chatml, llama3, zephyr, llama2), --system TEXT; -n caps a reply\n"
+            "                 (chatml, llama3, zephyr, llama2, deepseek-r1), --system TEXT; -n caps a reply\n"
             "  --cpu-info     print what this CPU supports and which build to use\n"
             "                 (--cpu-info --json: the same as one line of JSON)\n"
             "  --version      print the version and the build, and exit\n"

@@ -59,7 +59,7 @@ static void usage(FILE *f) {
             "  --host ADDR          IPv4 address to listen on (default 127.0.0.1)\n"
             "  --port N             TCP port (default 8080; 0: any free one, printed)\n"
             "  --api-key KEY        require 'Authorization: Bearer KEY' on /v1/\n"
-            "  --chat-template NAME chatml, llama3, zephyr, llama2 (for /v1/chat/completions)\n"
+            "  --chat-template NAME chatml, llama3, zephyr, llama2, deepseek-r1 (for /v1/chat/completions)\n"
             "  --name NAME          the model's id in the API (default: the file name)\n"
             "  -t N, -c N, -b N     threads, context cap, prompt batch (as ml_run)\n"
             "  --max-queue N        connections held at once, served in turn (default 16)\n"

@@ -547,7 +547,7 @@ enum {
     FUZZ_CHAT_IDS = 64,    /* the model's own ids (<s>, </s>, <|eot_id|>), not the tokenizer's */
     FUZZ_CHAT_NO_BOS = 128 /* add_bos 0, else the tokenizer's rule */
 };
-enum { FUZZ_CHAT_MAX_MSGS = 16, FUZZ_CHAT_BOT = 261, FUZZ_CHAT_BOS, FUZZ_CHAT_EOS, FUZZ_CHAT_VOCAB };
+enum { FUZZ_CHAT_MAX_MSGS = 16, FUZZ_CHAT_BOT = 261, FUZZ_CHAT_BOS, FUZZ_CHAT_EOS, FUZZ_CHAT_VOCAB = FUZZ_CHAT_EOS + 4 };
 
 /* A byte-level BPE vocab of the 256 bytes and every template's control
  * tokens, no merges: a text run's ids are its bytes, so a turn-by-turn
@@ -560,7 +560,10 @@ typedef struct {
 
 static inline void fuzz_chat_vocabs_load(fuzz_chat_vocabs *v) {
     static const char *const ctl[] = {"<|im_start|>", "<|im_end|>", "<|start_header_id|>", "<|end_header_id|>",
-                                      "<|eot_id|>", "<|begin_of_text|>", "<s>", "</s>"};
+                                      "<|eot_id|>", "<|begin_of_text|>", "<s>", "</s>",
+                                      /* DeepSeek-R1's <｜User｜>, <｜Assistant｜>, <｜end▁of▁sentence｜> */
+                                      "<\xef\xbd\x9cUser\xef\xbd\x9c>", "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>",
+                                      "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"};
     static uint8_t f[8192];
     /* "MLBP", version 1, gpt-2, no flags, tokens, no merges, bos, eos, no eot, add_bos */
     uint32_t head[12] = {0, 1, ML_BPE_PRE_GPT2, 0, FUZZ_CHAT_VOCAB, 0, FUZZ_CHAT_BOT, FUZZ_CHAT_EOS, (uint32_t)-1,
@@ -662,8 +665,10 @@ static inline void fuzz_chat_default_is_a_message(ml_chat *c, const ml_chat_msg 
 }
 
 /* The text the whole render writes for an assistant message (model/chat.h):
- * Llama 3's trimmed, Llama 2's trimmed after a space; in a new string. */
+ * Llama 3's trimmed, Llama 2's trimmed after a space, DeepSeek-R1's after
+ * its last </think>; in a new string. */
 static inline char *fuzz_chat_reply_text(const ml_chat *c, const char *content) {
+    for (const char *p; c->kind == ML_CHAT_DEEPSEEK_R1 && (p = strstr(content, "</think>"));) content = p + 8;
     size_t len = strlen(content);
     const int space = c->kind == ML_CHAT_LLAMA2;
     if (c->kind == ML_CHAT_LLAMA3 || c->kind == ML_CHAT_LLAMA2) {
@@ -707,8 +712,9 @@ static inline void fuzz_chat_turns(ml_chat *c, const ml_chat_msg *m, int n) {
         nt += (size_t)nr;
         if (s == ML_OK) s = ml_chat_render_reply_end(c, turns + nt, cap - nt, &k, &err);
     }
-    /* SentencePiece starts each run with its dummy prefix: not comparable */
-    if (nw && c->tok->kind == ML_TOK_KIND_BPE) {
+    /* SentencePiece starts each run with its dummy prefix, DeepSeek-R1's
+     * whole render drops the <think> its generation prompt writes: not comparable */
+    if (nw && c->tok->kind == ML_TOK_KIND_BPE && !c->think) {
         FUZZ_ASSERT(s == ML_OK, "a turn failed where the whole render did not");
         FUZZ_ASSERT(nt == nw && !memcmp(turns, whole, nw * sizeof *whole), "turn by turn != the whole render");
     }
@@ -745,7 +751,9 @@ static inline void fuzz_chat(const fuzz_chat_vocabs *v, const uint8_t *d, size_t
                                ids && !sp ? FUZZ_CHAT_BOT - 1 : -1, opts & FUZZ_CHAT_NO_BOS ? 0 : -1,
                                opts & FUZZ_CHAT_SMALL ? 64 : 4096, &err);
     /* SentencePiece lacks ChatML's and Llama 3's control tokens */
-    FUZZ_ASSERT(s == ML_OK || (s == ML_E_FORMAT && sp && kind <= ML_CHAT_LLAMA3 && err.msg[0]), "init");
+    FUZZ_ASSERT(s == ML_OK || (s == ML_E_FORMAT && sp && (kind <= ML_CHAT_LLAMA3 || kind == ML_CHAT_DEEPSEEK_R1) &&
+                               err.msg[0]),
+                "init");
     if (s == ML_OK) {
         fuzz_chat_defaults(&c, tmpl, tl, known, own);
         fuzz_chat_render(&c, m, n_msgs, (opts & FUZZ_CHAT_GEN) != 0);

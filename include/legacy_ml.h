@@ -342,7 +342,7 @@ typedef struct {
     const char *content; /* NUL-terminated UTF-8 */
 } lml_chat_message;
 
-/* "chatml, llama3, zephyr, llama2": the names lml_chat_open takes. */
+/* "chatml, llama3, zephyr, llama2, deepseek-r1": the names lml_chat_open takes. */
 LML_API const char *lml_chat_template_names(void);
 /* A chat over m's tokenizer. name: a template by name (an unknown one is
  * LML_E_ARG listing the names), or NULL: the model's own chat_template

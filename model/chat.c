@@ -8,7 +8,14 @@
 
 /* ---- the templates: names, recognition, control tokens ------------------- */
 
-static const char *const names[ML_CHAT_COUNT] = {"chatml", "llama3", "zephyr", "llama2"};
+static const char *const names[ML_CHAT_COUNT] = {"chatml", "llama3", "zephyr", "llama2", "deepseek-r1"};
+
+/* DeepSeek-R1's control tokens: <｜User｜>, <｜Assistant｜>, <｜end▁of▁sentence｜>
+ * (U+FF5C FULLWIDTH VERTICAL LINE, U+2581 LOWER ONE EIGHTH BLOCK). */
+#define R1_BAR "\xef\xbd\x9c"
+#define R1_USER "<" R1_BAR "User" R1_BAR ">"
+#define R1_ASSISTANT "<" R1_BAR "Assistant" R1_BAR ">"
+#define R1_EOS "<" R1_BAR "end\xe2\x96\x81of\xe2\x96\x81sentence" R1_BAR ">"
 
 /* Each template's control tokens by text, in ml_chat.ctl order, and which
  * of them ends an assistant turn. "<s>" and "</s>" are the model's BOS and
@@ -23,9 +30,10 @@ static const tmpl_tokens tmpl[ML_CHAT_COUNT] = {
     [ML_CHAT_LLAMA3] = {{"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"}, 2},
     [ML_CHAT_ZEPHYR] = {{"</s>"}, 0},
     [ML_CHAT_LLAMA2] = {{"</s>", "<s>"}, 0},
+    [ML_CHAT_DEEPSEEK_R1] = {{R1_USER, R1_ASSISTANT, R1_EOS}, 2},
 };
 
-const char *ml_chat_names(void) { return "chatml, llama3, zephyr, llama2"; }
+const char *ml_chat_names(void) { return "chatml, llama3, zephyr, llama2, deepseek-r1"; }
 
 const char *ml_chat_name(ml_chat_kind k) { return (unsigned)k < ML_CHAT_COUNT ? names[k] : "?"; }
 
@@ -58,6 +66,7 @@ ml_status ml_chat_kind_detect(const char *t, size_t len, ml_chat_kind *k, ml_err
     else if (has(t, len, "<|im_start|>")) *k = ML_CHAT_CHATML;
     else if (has(t, len, "<|user|>") && has(t, len, "<|assistant|>")) *k = ML_CHAT_ZEPHYR;
     else if (has(t, len, "[INST]")) *k = ML_CHAT_LLAMA2;
+    else if (has(t, len, R1_USER) && has(t, len, R1_ASSISTANT)) *k = ML_CHAT_DEEPSEEK_R1;
     else
         return ml_errf(err, ML_E_FORMAT, "chat template not recognized (not one of: %s); choose one by name",
                        ml_chat_names());
@@ -112,6 +121,7 @@ ml_status ml_chat_init(ml_chat *c, ml_chat_kind kind, const ml_tok *tok, int bos
         c->ctl[i] = id;
     }
     c->stop = c->ctl[tmpl[kind].stop];
+    c->think = kind == ML_CHAT_DEEPSEEK_R1; /* what DeepSeek recommends; a template says otherwise */
     if (!(c->text = malloc(text_cap + 1))) return ml_errf(err, ML_E_NOMEM, "chat template: out of memory");
     c->text_cap = text_cap;
     return ML_OK;
@@ -212,6 +222,8 @@ ml_status ml_chat_use_template_defaults(ml_chat *c, const char *tmpl, size_t len
         const char *text = chatml_default_system(tmpl, len, &n);
         if (text && !(c->default_system = jinja_unescape(text, n)))
             return ml_errf(err, ML_E_NOMEM, "chat template: out of memory for its default system message");
+    } else if (c->kind == ML_CHAT_DEEPSEEK_R1) {
+        c->think = has(tmpl, len, R1_ASSISTANT "<think>");
     } else if (c->kind == ML_CHAT_LLAMA3 && llama3_prefix(tmpl, len, &k, &kn, date, sizeof date)) {
         const size_t cap = (size_t)kn + sizeof date + 64;
         if (!(c->system_prefix = malloc(cap)))
@@ -327,6 +339,14 @@ static void put_start(builder *b) {
     if (c->kind != ML_CHAT_LLAMA2 && c->add_bos && c->bos >= 0) put_id(b, c->bos);
 }
 
+/* DeepSeek-R1: the conversation's last system message, right after BOS. */
+static void put_r1_system(builder *b, const ml_chat_msg *msgs, int n) {
+    const char *system = NULL;
+    for (int i = 0; i < n; i++)
+        if (msgs[i].role == ML_CHAT_SYSTEM) system = msgs[i].content;
+    if (system) put_text(b, system);
+}
+
 static void put_header(builder *b, ml_chat_role r) {
     const int *ctl = b->c->ctl;
     switch (b->c->kind) {
@@ -344,9 +364,19 @@ static void put_header(builder *b, ml_chat_role r) {
     case ML_CHAT_ZEPHYR:
         put_text(b, r == ML_CHAT_SYSTEM ? "<|system|>\n" : r == ML_CHAT_USER ? "<|user|>\n" : "<|assistant|>\n");
         break;
+    case ML_CHAT_DEEPSEEK_R1: /* the system text has none (put_r1_system) */
+        if (r != ML_CHAT_SYSTEM) put_id(b, ctl[r == ML_CHAT_USER ? 0 : 1]);
+        break;
     default: /* Llama 2: no header (the user's [INST] opens with BOS) */
         break;
     }
+}
+
+/* The generation prompt: the assistant's header; DeepSeek-R1's opens the
+ * reply's thinking too. */
+static void put_gen_prompt(builder *b) {
+    put_header(b, ML_CHAT_ASSISTANT);
+    if (b->c->kind == ML_CHAT_DEEPSEEK_R1 && b->c->think) put_text(b, "<think>\n");
 }
 
 static void put_end(builder *b, ml_chat_role r) {
@@ -355,6 +385,9 @@ static void put_end(builder *b, ml_chat_role r) {
     case ML_CHAT_CHATML: put_id(b, ctl[1]); put_text(b, "\n"); break;
     case ML_CHAT_LLAMA3: put_id(b, ctl[2]); break;
     case ML_CHAT_ZEPHYR: put_id(b, ctl[0]); put_text(b, "\n"); break;
+    case ML_CHAT_DEEPSEEK_R1:
+        if (r == ML_CHAT_ASSISTANT) put_id(b, ctl[2]);
+        break;
     default:
         if (r == ML_CHAT_ASSISTANT) {
             put_text(b, " ");
@@ -380,16 +413,25 @@ static void put_llama2_user(builder *b, const char *system, const char *user) {
     put_text(b, " [/INST]");
 }
 
+/* DeepSeek-R1's past reply: what follows its last "</think>". */
+static const char *after_thinking(const char *s) {
+    for (const char *p = strstr(s, "</think>"); p; p = strstr(p + 1, "</think>")) s = p + 8;
+    return s;
+}
+
 static void put_msg(builder *b, const ml_chat_msg *msgs, int i) {
     const ml_chat_msg *m = &msgs[i];
-    if (b->c->kind == ML_CHAT_LLAMA2 && m->role != ML_CHAT_ASSISTANT) {
+    const ml_chat_kind kind = b->c->kind;
+    if (kind == ML_CHAT_LLAMA2 && m->role != ML_CHAT_ASSISTANT) {
         if (m->role == ML_CHAT_USER)
             put_llama2_user(b, i > 0 && msgs[i - 1].role == ML_CHAT_SYSTEM ? msgs[i - 1].content : NULL, m->content);
         return;
     }
+    if (kind == ML_CHAT_DEEPSEEK_R1 && m->role == ML_CHAT_SYSTEM) return; /* put_r1_system wrote it */
     put_header(b, m->role);
-    if (b->c->kind == ML_CHAT_LLAMA2) put_text(b, " "); /* "[/INST] reply </s>" */
-    if (b->c->kind == ML_CHAT_LLAMA3 || b->c->kind == ML_CHAT_LLAMA2) put_trimmed(b, m->content);
+    if (kind == ML_CHAT_LLAMA2) put_text(b, " "); /* "[/INST] reply </s>" */
+    if (kind == ML_CHAT_LLAMA3 || kind == ML_CHAT_LLAMA2) put_trimmed(b, m->content);
+    else if (kind == ML_CHAT_DEEPSEEK_R1 && m->role == ML_CHAT_ASSISTANT) put_text(b, after_thinking(m->content));
     else put_text(b, m->content);
     put_end(b, m->role);
 }
@@ -440,8 +482,9 @@ ml_status ml_chat_render(ml_chat *c, const ml_chat_msg *msgs, int n, int add_gen
     builder b = {.c = c, .tokens = tokens, .cap = cap, .err = err};
     c->text_n = 0;
     put_start(&b);
+    if (c->kind == ML_CHAT_DEEPSEEK_R1) put_r1_system(&b, msgs, n);
     for (int i = put_template_system(&b, n ? msgs : NULL); i < n; i++) put_msg(&b, msgs, i);
-    if (add_gen) put_header(&b, ML_CHAT_ASSISTANT);
+    if (add_gen) put_gen_prompt(&b);
     return finish(&b, n_tokens);
 }
 
@@ -454,10 +497,11 @@ ml_status ml_chat_render_turn(ml_chat *c, int first, const char *system, const c
     int i = 0;
     if (first) {
         put_start(&b);
+        if (c->kind == ML_CHAT_DEEPSEEK_R1) put_r1_system(&b, msgs + !with_system, 1 + with_system);
         i = put_template_system(&b, msgs + !with_system);
     }
     for (; i < 1 + with_system; i++) put_msg(&b, msgs + !with_system, i);
-    put_header(&b, ML_CHAT_ASSISTANT);
+    put_gen_prompt(&b);
     return finish(&b, n_tokens);
 }
 

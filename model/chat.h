@@ -1,7 +1,8 @@
 /* Chat templates: a conversation (system, user and assistant messages) as
- * the token ids an Instruct model was trained on. Four families, written
+ * the token ids an Instruct model was trained on. Five families, written
  * out by hand (no Jinja engine): ChatML (SmolLM2, Qwen2.5/Qwen3), Llama 3,
- * Zephyr (TinyLlama-Chat) and Llama 2's [INST]. A model's own chat_template
+ * Zephyr (TinyLlama-Chat), Llama 2's [INST] and DeepSeek-R1's (its Qwen and
+ * Llama distills: <｜User｜>, <｜Assistant｜>). A model's own chat_template
  * string (GGUF tokenizer.chat_template, HF tokenizer_config.json) is
  * recognized by distinctive substrings; a name chooses one directly.
  *
@@ -16,7 +17,9 @@
  * "| trim"; llama.cpp's too); Llama 2 strips what it puts in an [INST] (a
  * system text keeps its own, the user's after it does not) and each reply
  * (its template's ".strip()"). White space here is ASCII's: Python's strip
- * also takes Unicode spaces, llama.cpp's does not.
+ * also takes Unicode spaces, llama.cpp's does not. DeepSeek-R1 writes the
+ * conversation's last system message right after BOS (no header) and of a
+ * past reply only what follows its last "</think>".
  *
  * A render is the concatenation of its parts, so a conversation can be fed
  * turn by turn: ml_chat_render_turn (start, system, user, the assistant's
@@ -25,6 +28,10 @@
  * the reply's ids are its text's encoding (for Llama 3: of its trimmed text;
  * for Llama 2: of a space and its trimmed text, as "[/INST] reply </s>" has
  * it: the generation prompt ends at "[/INST]", so the model writes that space).
+ * DeepSeek-R1 is the exception: its whole render drops what the model
+ * thought (the "<think>\n" of the generation prompt and the reply up to its
+ * "</think>"), which a chat fed turn by turn keeps in its cache, as
+ * llama.cpp's llama-cli does.
  *
  * ml_chat_init allocates a text buffer (text_cap bytes: the longest run of
  * text between two control tokens); rendering allocates nothing. */
@@ -36,7 +43,14 @@
 #include "core/status.h"
 #include "model/tok.h"
 
-typedef enum { ML_CHAT_CHATML = 0, ML_CHAT_LLAMA3, ML_CHAT_ZEPHYR, ML_CHAT_LLAMA2, ML_CHAT_COUNT } ml_chat_kind;
+typedef enum {
+    ML_CHAT_CHATML = 0,
+    ML_CHAT_LLAMA3,
+    ML_CHAT_ZEPHYR,
+    ML_CHAT_LLAMA2,
+    ML_CHAT_DEEPSEEK_R1,
+    ML_CHAT_COUNT
+} ml_chat_kind;
 typedef enum { ML_CHAT_SYSTEM = 0, ML_CHAT_USER, ML_CHAT_ASSISTANT } ml_chat_role;
 
 typedef struct {
@@ -58,10 +72,11 @@ typedef struct {
     char *text;               /* (text_cap) the run of text being built */
     size_t text_cap, text_n;
     char *default_system;     /* the system message a conversation without one gets; NULL: none */
+    int think;                /* DeepSeek-R1: the generation prompt opens the reply's "<think>\n" */
     char *system_prefix;      /* the text that opens every system message (Llama 3.1+); NULL: none */
 } ml_chat;
 
-/* "chatml, llama3, zephyr, llama2": the names, for messages. */
+/* "chatml, llama3, zephyr, llama2, deepseek-r1": the names, for messages. */
 const char *ml_chat_names(void);
 const char *ml_chat_name(ml_chat_kind k);
 /* By name; an unknown one is ML_E_ARG with the names listed. */
@@ -92,7 +107,9 @@ void ml_chat_free(ml_chat *c);
  *    "Cutting Knowledge Date: December 2023\nToday Date: D\n\n", then the
  *    conversation's own system message, trimmed. D is the template's own
  *    fallback date ("26 Jul 2024"), not today's (Hugging Face writes
- *    today's for 3.2): a prompt gives the same ids every day.
+ *    today's for 3.2): a prompt gives the same ids every day;
+ *  - DeepSeek-R1: whether the generation prompt ends "<think>\n" (the
+ *    templates since February 2025; without a template, it does).
  * None found: nothing changes. Allocates its copies (ML_E_NOMEM). */
 ml_status ml_chat_use_template_defaults(ml_chat *c, const char *tmpl, size_t len, ml_err *err);
 

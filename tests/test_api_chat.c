@@ -32,9 +32,9 @@ static void test_open(lml_model *m, lml_model *bare) {
     int f0 = tl_failed;
     lml_error err = {{0}};
     lml_chat *c = (lml_chat *)&err; /* set to NULL on failure */
-    CHECK(!strcmp(lml_chat_template_names(), "chatml, llama3, zephyr, llama2"), "names: %s", lml_chat_template_names());
+    CHECK(!strcmp(lml_chat_template_names(), "chatml, llama3, zephyr, llama2, deepseek-r1"), "names: %s", lml_chat_template_names());
     CHECK(lml_chat_open(&c, m, "vicuna", 0, &err) == LML_E_ARG && !c && strstr(err.message, "vicuna") &&
-              strstr(err.message, "chatml, llama3, zephyr, llama2"),
+              strstr(err.message, "chatml, llama3, zephyr, llama2, deepseek-r1"),
           "an unknown name is refused with the names: %s", err.message);
     CHECK(lml_chat_open(&c, m, NULL, 0, &err) == LML_E_ARG && !c && strstr(err.message, "zephyr"),
           "no name and no template in the model: the names: %s", err.message);
@@ -50,7 +50,7 @@ static void test_open(lml_model *m, lml_model *bare) {
           err.message);
     const char *chosen = "x";
     CHECK(lml_chat_choose(NULL, "vicuna", &chosen, &err) == LML_E_ARG && !chosen &&
-              strstr(err.message, "chatml, llama3, zephyr, llama2"),
+              strstr(err.message, "chatml, llama3, zephyr, llama2, deepseek-r1"),
           "choose: an unknown name, no model: %s", err.message);
     CHECK(lml_chat_choose(bare, NULL, &chosen, &err) == LML_E_ARG && !chosen && strstr(err.message, "zephyr"),
           "choose: no name and no template in the model: %s", err.message);

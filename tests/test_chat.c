@@ -16,9 +16,12 @@
 
 /* ---- a BPE vocabulary: 256 byte tokens, then the control tokens ----------- */
 
-enum { T_IMS = 256, T_IME, T_SH, T_EH, T_EOT, T_BOT, N_TOK };
+enum { T_IMS = 256, T_IME, T_SH, T_EH, T_EOT, T_BOT, T_R1U, T_R1A, T_R1E, N_TOK };
+/* DeepSeek-R1's <｜User｜>, <｜Assistant｜>, <｜end▁of▁sentence｜> */
+#define BAR "\xef\xbd\x9c"
 static const char *const ctl_text[] = {"<|im_start|>", "<|im_end|>", "<|start_header_id|>", "<|end_header_id|>",
-                                       "<|eot_id|>", "<|begin_of_text|>"};
+                                       "<|eot_id|>", "<|begin_of_text|>", "<" BAR "User" BAR ">",
+                                       "<" BAR "Assistant" BAR ">", "<" BAR "end\xe2\x96\x81of\xe2\x96\x81sentence" BAR ">"};
 
 static unsigned char img[1 << 14]; /* the file image, img_n bytes */
 static size_t img_n;
@@ -119,7 +122,8 @@ static void test_names(void) {
         CHECK(!ml_chat_kind_from_name(ml_chat_name((ml_chat_kind)i), &k, &err) && k == (ml_chat_kind)i,
               "name %s", ml_chat_name((ml_chat_kind)i));
     }
-    CHECK(ml_chat_kind_from_name("vicuna", &k, &err) == ML_E_ARG && strstr(err.msg, "chatml, llama3, zephyr, llama2"),
+    CHECK(ml_chat_kind_from_name("vicuna", &k, &err) == ML_E_ARG &&
+              strstr(err.msg, "chatml, llama3, zephyr, llama2, deepseek-r1"),
           "an unknown name lists the names: %s", err.msg);
     static const struct {
         const char *tmpl;
@@ -134,6 +138,9 @@ static void test_names(void) {
          "eos_token }}\n{% elif message['role'] == 'assistant' %}\n{{ '<|assistant|>\n'  + message['content'] + "
          "eos_token }}{% endif %}", ML_CHAT_ZEPHYR},
         {"{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}", ML_CHAT_LLAMA2},
+        {"{%- if message['role'] == 'user' %}{{'<" BAR "User" BAR ">' + message['content']}}{%- endif %}"
+         "{% if add_generation_prompt and not ns.is_tool %}{{'<" BAR "Assistant" BAR "><think>\\n'}}{% endif %}",
+         ML_CHAT_DEEPSEEK_R1},
     };
     for (size_t i = 0; i < sizeof known / sizeof *known; i++)
         CHECK(!ml_chat_kind_detect(known[i].tmpl, strlen(known[i].tmpl), &k, &err) && k == known[i].want, "recognize %s",
@@ -211,6 +218,41 @@ static void test_bpe_templates(void) {
     ml_chat_free(&c);
     ml_tok_free(&t);
     GROUP_DONE("templates on a byte-level BPE vocabulary", f0);
+}
+
+/* ---- DeepSeek-R1 ------------------------------------------------------------------ */
+
+/* As Hugging Face renders DeepSeek-R1's template: BOS, the last system
+ * message bare, <｜User｜>text, <｜Assistant｜>reply<｜end▁of▁sentence｜> with
+ * only what follows a reply's last </think>, and the generation prompt
+ * <｜Assistant｜><think>\n (before February 2025: <｜Assistant｜>). */
+static void test_deepseek_r1(const ml_tok *t) {
+    int f0 = tl_failed;
+    ml_err err = {{0}};
+    ml_chat c;
+    size_t n = 0;
+    CHECK(!ml_chat_init(&c, ML_CHAT_DEEPSEEK_R1, t, -1, T_R1E, -1, -1, 4096, &err) && c.stop == T_R1E && c.think,
+          "deepseek-r1 init: stops at <end of sentence>, thinks: %s", err.msg);
+    ml_chat_msg m[] = {{ML_CHAT_SYSTEM, "old"}, {ML_CHAT_USER, "hi"}, {ML_CHAT_SYSTEM, "S"},
+                       {ML_CHAT_ASSISTANT, "<think>\nhm</think>x</think>\n\nok"}, {ML_CHAT_USER, "more"}};
+    seq q = {.n = 0};
+    add_id(&q, T_BOT), add_text(&q, "S"), add_id(&q, T_R1U), add_text(&q, "hi"), add_id(&q, T_R1A);
+    add_text(&q, "\n\nok"), add_id(&q, T_R1E), add_id(&q, T_R1U), add_text(&q, "more"), add_id(&q, T_R1A);
+    add_text(&q, "<think>\n");
+    CHECK(!render(&c, m, 5, 1, &n) && same(tokens, n, &q),
+          "deepseek-r1 ids: the last system message first, a reply after its last </think> (%zu, expected %d)", n, q.n);
+    /* a template of before February 2025 */
+    static const char old[] = "{{'<" BAR "User" BAR ">' + message['content']}}{% if add_generation_prompt %}"
+                              "{{'<" BAR "Assistant" BAR ">'}}{% endif %}";
+    CHECK(!ml_chat_use_template_defaults(&c, old, strlen(old), &err) && !c.think, "an older template: no <think>");
+    q.n = 0;
+    add_id(&q, T_BOT), add_id(&q, T_R1U), add_text(&q, "hi"), add_id(&q, T_R1A);
+    CHECK(!render(&c, m + 1, 1, 1, &n) && same(tokens, n, &q), "deepseek-r1, older template: the prompt ends there");
+    /* A reply without </think>, fed turn by turn, gives the whole render. */
+    int reply[] = {'o', 'k'};
+    CHECK(incremental_equals_whole(&c, reply, 2, "ok"), "deepseek-r1: turn by turn == whole (no thinking)");
+    ml_chat_free(&c);
+    GROUP_DONE("deepseek-r1: system first, thinking dropped from past replies, <think> opens the reply", f0);
 }
 
 /* ---- what a model's own template adds ------------------------------------------ */
@@ -472,6 +514,11 @@ int ml_main(int argc, char **argv) {
     test_names();
     test_bpe_templates();
     test_template_defaults();
+    ml_tok t;
+    if (load_bpe(&t, 1)) {
+        test_deepseek_r1(&t);
+        ml_tok_free(&t);
+    }
     test_sp_templates();
     return tl_summary();
 }

@@ -43,7 +43,7 @@ check "refusals: a full context is said, exit 1" "[ $rc -eq 1 ] && grep -q 'cont
 chat --chat-template vicuna </dev/null >/dev/null 2>"$tmp/u.err"
 rc=$?
 check "refusals: an unknown template lists the names (exit 2)" \
-    "[ $rc -eq 2 ] && grep -q 'chatml, llama3, zephyr, llama2' '$tmp/u.err'"
+    "[ $rc -eq 2 ] && grep -q 'chatml, llama3, zephyr, llama2, deepseek-r1' '$tmp/u.err'"
 chat --chat-template chatml </dev/null >/dev/null 2>"$tmp/c.err"
 rc=$?
 check "refusals: chatml on a vocabulary without <|im_start|> (exit 1)" "[ $rc -eq 1 ] && grep -q 'im_start' '$tmp/c.err'"

@@ -386,7 +386,7 @@ def test_chat_template_from_the_model(model, tmp_path):
 
 
 def test_chat_refusals(model):
-    for template, status, text in (("vicuna", "LML_E_ARG", "chatml, llama3, zephyr, llama2"),
+    for template, status, text in (("vicuna", "LML_E_ARG", "chatml, llama3, zephyr, llama2, deepseek-r1"),
                                    (None, "LML_E_ARG", "zephyr"),  # stories260K carries no template
                                    ("chatml", "LML_E_FORMAT", "<|im_start|>")):
         with pytest.raises(legacy_ml.LegacyMLError) as e:
