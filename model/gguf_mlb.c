@@ -39,7 +39,7 @@
 #define MAX_SEQ (1u << 20)
 #define MAX_PIECE 1024
 /* Bumped when this converter's output changes: cached files of an older one are not reused. */
-#define CONVERTER_VERSION "gguf_mlb 3"
+#define CONVERTER_VERSION "gguf_mlb 4"
 
 /* ======================================================== metadata -> header */
 
@@ -448,14 +448,14 @@ static int32_t *index_find(tok_index *x, const unsigned char *p, size_t n) {
 /* tokenizer.ggml.pre -> the pre-tokenizer (model/bpe.h) and its flags, with
  * llama.cpp's other names for the same split rules. llama-bpe ignores merges
  * for whole tokens; Qwen2's tokenizer.json normalizes to NFC (a GGUF does not
- * say so: its pre names the family); DeepSeek-R1's Qwen distills split as
- * Qwen2 does, normalized as llama.cpp does it (not at all). */
+ * say so: its pre names the family), and so does that of DeepSeek-R1's Qwen
+ * distills (deepseek-r1-qwen), which is Qwen2's with DeepSeek's tokens. */
 static const struct {
     const char *name;
     int pre;
     uint32_t flags;
 } gguf_pres[] = {{"gpt-2", 0, 0}, {"llama-bpe", 1, 1}, {"llama3", 1, 1}, {"llama-v3", 1, 1}, {"falcon3", 1, 1},
-                 {"qwen2", 2, 4}, {"deepseek-r1-qwen", 2, 0}, {"smollm", 3, 0}};
+                 {"qwen2", 2, 4}, {"deepseek-r1-qwen", 2, 4}, {"smollm", 3, 0}};
 
 static ml_status read_bpe(conv *c, const ml_gguf_kv *toks, const ml_gguf_kv *types, ml_err *err) {
     ml_gguf *g = &c->g;

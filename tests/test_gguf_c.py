@@ -35,6 +35,14 @@ def ml_run(gguf_path, cache, *args):
     return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
 
 
+def tokenize(gguf_path, cache, text):
+    """ml_tokenize's ids of text with the GGUF's vocabulary (converted into cache)."""
+    env = dict(os.environ, ML_CACHE_DIR=cache)
+    p = subprocess.run(tg.RUNNER + [os.path.join(BUILD, "ml_tokenize"), "-m", gguf_path, "--ids", "-i", text],
+                       capture_output=True, env=env, timeout=300)
+    return p.stdout.decode(errors="replace").split() if p.returncode == 0 else f"exit {p.returncode}"
+
+
 def same_as_python(g, label, path, cache, tmp):
     want = os.path.join(tmp, "py.mlb")
     rc, _, se = tg.run(tg.CONVERT, path, want)
@@ -257,7 +265,7 @@ def bpe(rep, tmp, cache):
     # pre as the GGUF names it: our pre-tokenizer, flags (llama.cpp's other names for the same split)
     for pre, add_bos, ours, flags in (("smollm", False, "smollm", 0), ("llama-bpe", True, "llama-bpe", 1),
                                       ("qwen2", False, "qwen2", 4), ("gpt-2", True, "gpt-2", 0),
-                                      ("llama3", True, "llama-bpe", 1), ("deepseek-r1-qwen", True, "qwen2", 0)):
+                                      ("llama3", True, "llama-bpe", 1), ("deepseek-r1-qwen", True, "qwen2", 4)):
         with rep.group(f"byte-level BPE GGUF (pre {pre}, add_bos {add_bos}): the C conversion == convert.py") as g:
             m = dict(meta)
             m["tokenizer.ggml.pre"] = (pre, V.STRING, None)
@@ -268,6 +276,9 @@ def bpe(rep, tmp, cache):
             tf = tokfile.bpe_from_gguf(gguf.GGUFReader(path))
             g.check(tf.pre == ours and tf.flags == flags, f"read as pre {tf.pre}, flags {tf.flags}: "
                                                           f"expected {ours}, {flags}")
+            # NFC (flag 4) as the family's tokenizer.json has it: a decomposed "a" + U+0308 is "ä"'s ids
+            ids = [tokenize(path, cache, t) for t in ("a\u0308", "\u00e4")]
+            g.check((ids[0] == ids[1]) == bool(flags & 4), f"ml_tokenize: a+U+0308 {ids[0]}, \u00e4 {ids[1]}")
     with rep.group("byte-level BPE GGUF refusals: a merge of unknown tokens, a token outside GPT-2's map") as g:
         for label, edit, want in (
                 ("merge", lambda m: m.__setitem__("tokenizer.ggml.merges", (merges + ["zz qq"], V.ARRAY, V.STRING)),

@@ -220,9 +220,9 @@ def bpe_from_gguf(reader):
     if ids["eot"] < 0:
         ids["eot"] = _guess_eot(tokens, types)
     add_bos = bool(get("add_bos_token", False)) and ids["bos"] >= 0
-    # Qwen2's tokenizer.json normalizes to NFC; a GGUF does not say so, its pre names the family
-    # (DeepSeek-R1's Qwen distills: normalized as llama.cpp does it, not at all)
-    flags = IGNORE_MERGES if pre == "llama-bpe" else NFC if named == "qwen2" else 0
+    # Qwen2's tokenizer.json normalizes to NFC, and so does that of DeepSeek-R1's Qwen distills
+    # (deepseek-r1-qwen); a GGUF does not say so, its pre names the family
+    flags = IGNORE_MERGES if pre == "llama-bpe" else NFC if pre == "qwen2" else 0
     return TokFile(pre, tokens, types, merges, flags, ids["bos"], ids["eos"], ids["eot"], add_bos)
 
 
