@@ -317,7 +317,8 @@ LML_API void lml_speculation_stats(const lml_model *m, long *drafted, long *acce
 /* A chat template: a conversation (system, user and assistant messages) as
  * the ids an Instruct model was trained on. The templates of the families
  * we run, written out (no Jinja engine): "chatml" (SmolLM2, Qwen2.5/Qwen3),
- * "llama3", "zephyr" (TinyLlama-Chat), "llama2" ([INST]). Control tokens
+ * "llama3", "zephyr" (TinyLlama-Chat), "llama2" ([INST]), "deepseek-r1"
+ * (DeepSeek-R1's Qwen and Llama distills). Control tokens
  * (<|im_start|>, <|eot_id|>, BOS, EOS ...) are inserted by id; every text
  * between them, the messages included, is encoded as plain text, so a
  * message that spells "<|im_end|>" cannot end a turn.

@@ -448,9 +448,10 @@ class Model:
         """The assistant's reply to messages, a list of {"role": "system" |
         "user" | "assistant", "content": str}, through a chat template: the
         model's own (.mlb version 2), or template= "chatml", "llama3",
-        "zephyr" or "llama2". Control tokens go in by id, message text as
-        text. The reply ends at the template's end of turn, after max_tokens
-        tokens (as ml_server's max_tokens), or at a stop string."""
+        "zephyr", "llama2" or "deepseek-r1". Control tokens go in by id,
+        message text as text. The reply ends at the template's end of turn,
+        after max_tokens tokens (as ml_server's max_tokens), or at a stop
+        string."""
         if not isinstance(messages, (list, tuple)) or not messages:
             raise ValueError("messages: expected a non-empty list of {'role': ..., 'content': ...}")
         msgs, keep = (_ChatMessage * len(messages))(), []
