@@ -20,7 +20,7 @@ RUN() { $RUNNER "$BUILD/ml_run" "$@"; }
 declare -A WANT=(
     [q8_0]=fd7572a77d2ef24cc4e63a2ad1b8bc5c333fe3b25447c4a7b9401227b49fcd66
     [q4_0]=4d7544bbfd69cd16914d7f663e01241df2ade9f62500320250381431757a69d1
-    [qwen2_bpe_q4_0]=b8762bb54e4e0fe4e27cf9367fbd773aba4edf08c769acdae830cdbc7f9d72a0
+    [qwen2_bpe_q4_0]=cb19f43d20cafb5a2a8a34894e0182ad1bd2e6915a41996a29bfaea629254b45
 )
 for q in q8_0 q4_0 qwen2_bpe_q4_0; do
     src=fuzz/corpus/gguf/llama_$q.gguf

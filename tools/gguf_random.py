@@ -277,7 +277,9 @@ def hf_tokenizer_files(folder, family, vocab):
     added = [{"id": i, "content": t.decode(), "single_word": False, "lstrip": False, "rstrip": False,
               "normalized": False, "special": True} for i, (t, ty) in enumerate(zip(tokens, types))
              if ty == tokfile.TYPE_CONTROL]
-    tj = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added, "normalizer": None,
+    # Qwen2's tokenizer.json normalizes to NFC (what its GGUF pre implies)
+    norm = {"type": "NFC"} if v["pre"] == "qwen2" else None
+    tj = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added, "normalizer": norm,
           "pre_tokenizer": pt, "post_processor": None,
           "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
           "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
