@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/unicode_tables.h"
+
 /* ---- UTF-8 -------------------------------------------------------------------- */
 
 /* Bytes of the valid UTF-8 sequence at s[0..n), or 0 when it is not one. */
@@ -31,18 +33,6 @@ int ml_utf8_valid(const char *s, size_t len) {
     for (size_t i = 0, k; i < len; i += k)
         if (!(k = utf8_seq(u + i, len - i))) return 0;
     return 1;
-}
-
-static size_t put_utf8(char *o, unsigned cp) {
-    if (cp < 0x80) return o[0] = (char)cp, 1;
-    if (cp < 0x800) return o[0] = (char)(0xC0 | cp >> 6), o[1] = (char)(0x80 | (cp & 0x3F)), 2;
-    if (cp < 0x10000) {
-        o[0] = (char)(0xE0 | cp >> 12), o[1] = (char)(0x80 | (cp >> 6 & 0x3F)), o[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | cp >> 18), o[1] = (char)(0x80 | (cp >> 12 & 0x3F));
-    o[2] = (char)(0x80 | (cp >> 6 & 0x3F)), o[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
 }
 
 /* ---- the parser: recursive descent, depth-limited --------------------------------- */
@@ -125,7 +115,7 @@ static int parse_string(parser *p, int k) {
                 cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
             }
             if (cp == 0) return fail(p, "\\u0000 in a string");
-            o += put_utf8(o, cp);
+            o += ml_utf8_encode(cp, (unsigned char *)o);
             break;
         default: return fail(p, "bad escape");
         }

@@ -569,6 +569,8 @@ size_t ml_bpe_max_tokens(const ml_bpe *t, const char *text, size_t len) {
     return max_tokens(len, text ? nfc_bytes(t, (const unsigned char *)text, len) : 0);
 }
 
+size_t ml_bpe_max_tokens_bytes(size_t bytes, int nfc) { return max_tokens(bytes, nfc ? bytes : 0); }
+
 /* The special token that starts at s[i], longest first; -1 if none. */
 static int special_at(const ml_bpe *t, const unsigned char *s, size_t n, size_t i, int control) {
     for (int k = t->special_at[s[i]]; k < t->special_at[s[i] + 1]; k++) {

@@ -110,6 +110,10 @@ int ml_bpe_sniff(const void *data, size_t size);
  * NULL: the most any tokenizer needs for this text. ML_BPE_MAX_IDS for text
  * too long for one encode (on a 32-bit system, tens of MB). */
 size_t ml_bpe_max_tokens(const ml_bpe *t, const char *text, size_t len);
+/* The same bound for text of at most bytes bytes as encoded (under nfc, the
+ * ml_nfc_bound of its parts): for a caller that adds parts up
+ * (ml_chat_max_tokens). */
+size_t ml_bpe_max_tokens_bytes(size_t bytes, int nfc);
 
 /* Encode len bytes of text (UTF-8; an invalid byte is a character of class
  * "other" on its own, encoded as its byte). opts: ML_BPE_BOS (bos first, if

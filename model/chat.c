@@ -253,17 +253,17 @@ typedef struct {
     ml_err *err;
 } builder;
 
-/* Entries ml_tok_encode needs for text (its workspace included); text NULL:
- * len bytes that need no normalizing. */
+/* Entries ml_tok_encode needs for text (its workspace included). */
 static size_t enc_need(const ml_tok *t, const char *text, size_t len) {
     return t->kind != ML_TOK_KIND_BPE ? len + 3 : ml_bpe_max_tokens(&t->bpe, text, len);
 }
 
-/* The bytes s may take in the encoder: under NFC, its canonical decomposition's. */
+static int enc_nfc(const ml_tok *t) { return t->kind == ML_TOK_KIND_BPE && (t->bpe.flags & ML_BPE_NFC); }
+
+/* The bytes s may take in the encoder: under NFC, its ml_nfc_bound. */
 static size_t enc_bytes(const ml_tok *t, const char *s) {
     size_t len = strlen(s);
-    if (t->kind != ML_TOK_KIND_BPE || !(t->bpe.flags & ML_BPE_NFC)) return len;
-    return ml_nfc_bound((const unsigned char *)s, len);
+    return enc_nfc(t) ? ml_nfc_bound((const unsigned char *)s, len) : len;
 }
 
 static void put_text_n(builder *b, const char *s, size_t len) {
@@ -464,10 +464,9 @@ size_t ml_chat_max_tokens(const ml_chat *c, const ml_chat_msg *msgs, int n) {
     size_t len = 64 + (c->default_system ? enc_bytes(t, c->default_system) + 64 : 0) +
                  (c->system_prefix ? enc_bytes(t, c->system_prefix) + 64 : 0);
     for (int i = 0; i < n; i++) len += enc_bytes(t, msgs[i].content) + 64;
-    /* and the normalized copy of the text, a quarter of an entry a byte;
-     * saturated as ml_bpe_max_tokens is */
-    size_t need = enc_need(t, NULL, len), more = len / 4 + 1 + 16 * ((size_t)n + 1);
-    return need >= ML_BPE_MAX_IDS - more ? ML_BPE_MAX_IDS : need + more;
+    size_t need = t->kind != ML_TOK_KIND_BPE ? len + 3 : ml_bpe_max_tokens_bytes(len, enc_nfc(t)),
+           ids = 16 * ((size_t)n + 1); /* the control ids */
+    return need >= ML_BPE_MAX_IDS - ids ? ML_BPE_MAX_IDS : need + ids;
 }
 
 ml_status ml_chat_render(ml_chat *c, const ml_chat_msg *msgs, int n, int add_gen, int *tokens, size_t cap,

@@ -28,6 +28,7 @@
 #include "core/outfile.h"
 #include "core/path.h"
 #include "core/quant.h"
+#include "model/bpe.h"
 #include "model/gguf.h"
 #include "model/mlb.h"
 #include "model/unicode_tables.h"
@@ -454,8 +455,14 @@ static const struct {
     const char *name;
     int pre;
     uint32_t flags;
-} gguf_pres[] = {{"gpt-2", 0, 0}, {"llama-bpe", 1, 1}, {"llama3", 1, 1}, {"llama-v3", 1, 1}, {"falcon3", 1, 1},
-                 {"qwen2", 2, 4}, {"deepseek-r1-qwen", 2, 4}, {"smollm", 3, 0}};
+} gguf_pres[] = {{"gpt-2", ML_BPE_PRE_GPT2, 0},
+                 {"llama-bpe", ML_BPE_PRE_LLAMA3, ML_BPE_IGNORE_MERGES},
+                 {"llama3", ML_BPE_PRE_LLAMA3, ML_BPE_IGNORE_MERGES},
+                 {"llama-v3", ML_BPE_PRE_LLAMA3, ML_BPE_IGNORE_MERGES},
+                 {"falcon3", ML_BPE_PRE_LLAMA3, ML_BPE_IGNORE_MERGES},
+                 {"qwen2", ML_BPE_PRE_QWEN2, ML_BPE_NFC},
+                 {"deepseek-r1-qwen", ML_BPE_PRE_QWEN2, ML_BPE_NFC},
+                 {"smollm", ML_BPE_PRE_SMOLLM, 0}};
 
 static ml_status read_bpe(conv *c, const ml_gguf_kv *toks, const ml_gguf_kv *types, ml_err *err) {
     ml_gguf *g = &c->g;

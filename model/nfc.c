@@ -100,19 +100,18 @@ int ml_nfc_quick(const unsigned char *s, size_t n) {
     return 1;
 }
 
-static size_t utf8_bytes(uint32_t cp) { return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4; }
-
 size_t ml_nfc_bound(const unsigned char *s, size_t n) {
     size_t bytes = 0;
     for (size_t i = 0, l; i < n; i += l) {
-        int32_t cp = s[i] < 0x80 ? s[i] : ml_utf8_decode(s, n, i, &l);
-        if (s[i] < 0x80 || cp < 0) {
-            bytes++, l = 1;
+        int32_t cp = ml_utf8_decode(s, n, i, &l);
+        if (cp < 0x80) { /* ASCII, or a byte that is no UTF-8 */
+            bytes++;
             continue;
         }
         int d[MAX_DECOMP], k = decompose((uint32_t)cp, d);
+        unsigned char u[4];
         size_t dec = 0;
-        for (int j = 0; j < k; j++) dec += utf8_bytes((uint32_t)d[j] & CP_MASK);
+        for (int j = 0; j < k; j++) dec += ml_utf8_encode((uint32_t)d[j] & CP_MASK, u);
         bytes += dec > l ? dec : l;
     }
     return bytes;
@@ -142,9 +141,8 @@ static void sort_run(int *a, size_t n, int *tmp) {
 static size_t nfc_region(const unsigned char *s, size_t n, int *work, unsigned char *out) {
     size_t m = 0;
     for (size_t i = 0, l; i < n; i += l) {
-        int32_t cp = s[i] < 0x80 ? s[i] : ml_utf8_decode(s, n, i, &l);
-        if (s[i] < 0x80) l = 1, work[m++] = cp;
-        else if (cp < 0) work[m++] = (int)(INVALID + s[i]);
+        int32_t cp = ml_utf8_decode(s, n, i, &l);
+        if (cp < 0) work[m++] = (int)(INVALID + s[i]);
         else m += (size_t)decompose((uint32_t)cp, work + m);
     }
     for (size_t i = 0; i < m;) {
@@ -174,18 +172,7 @@ static size_t nfc_region(const unsigned char *s, size_t n, int *work, unsigned c
     for (size_t i = 0; i < k; i++) {
         uint32_t cp = (uint32_t)work[i] & CP_MASK;
         if (cp >= INVALID) out[o++] = (unsigned char)(cp - INVALID);
-        else if (cp < 0x80) out[o++] = (unsigned char)cp;
-        else if (cp < 0x800) out[o++] = (unsigned char)(0xC0 | cp >> 6), out[o++] = (unsigned char)(0x80 | (cp & 0x3F));
-        else if (cp < 0x10000) {
-            out[o++] = (unsigned char)(0xE0 | cp >> 12);
-            out[o++] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
-            out[o++] = (unsigned char)(0x80 | (cp & 0x3F));
-        } else {
-            out[o++] = (unsigned char)(0xF0 | cp >> 18);
-            out[o++] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
-            out[o++] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
-            out[o++] = (unsigned char)(0x80 | (cp & 0x3F));
-        }
+        else o += ml_utf8_encode(cp, out + o);
     }
     return o;
 }

@@ -31,3 +31,16 @@ int32_t ml_utf8_decode(const unsigned char *s, size_t n, size_t i, size_t *len) 
     *len = k;
     return (int32_t)cp;
 }
+
+size_t ml_utf8_encode(uint32_t cp, unsigned char *o) {
+    if (cp < 0x80) return o[0] = (unsigned char)cp, 1;
+    if (cp < 0x800) return o[0] = (unsigned char)(0xC0 | cp >> 6), o[1] = (unsigned char)(0x80 | (cp & 0x3F)), 2;
+    if (cp < 0x10000) {
+        o[0] = (unsigned char)(0xE0 | cp >> 12), o[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+        o[2] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    o[0] = (unsigned char)(0xF0 | cp >> 18), o[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
+    o[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F)), o[3] = (unsigned char)(0x80 | (cp & 0x3F));
+    return 4;
+}

@@ -26,5 +26,7 @@ int ml_uni_class(uint32_t cp);
  * and *len 1 for a byte that does not start a valid one (truncated,
  * overlong, a surrogate, beyond U+10FFFF). */
 int32_t ml_utf8_decode(const unsigned char *s, size_t n, size_t i, size_t *len);
+/* Write code point cp (<= U+10FFFF) as UTF-8 at out; returns its 1..4 bytes. */
+size_t ml_utf8_encode(uint32_t cp, unsigned char *out);
 
 #endif

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "model/nfc.h"
+#include "model/unicode_tables.h"
 #include "tests/testlib.h"
 
 /* The NFC of text (len bytes) in a static buffer, its length in *n. */
@@ -80,16 +81,6 @@ static void test_cases(void) {
     GROUP_DONE("NFC: composition, reordering, blocking, singletons, exclusions, Hangul, invalid bytes", f0);
 }
 
-static size_t put_utf8(char *o, unsigned cp) {
-    if (cp < 0x80) return (size_t)(o[0] = (char)cp, 1);
-    if (cp < 0x800) return o[0] = (char)(0xC0 | cp >> 6), o[1] = (char)(0x80 | (cp & 0x3F)), 2;
-    if (cp < 0x10000)
-        return o[0] = (char)(0xE0 | cp >> 12), o[1] = (char)(0x80 | (cp >> 6 & 0x3F)), o[2] = (char)(0x80 | (cp & 0x3F)), 3;
-    o[0] = (char)(0xF0 | cp >> 18), o[1] = (char)(0x80 | (cp >> 12 & 0x3F));
-    o[2] = (char)(0x80 | (cp >> 6 & 0x3F)), o[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 /* Every code point, alone and after 'a' (which many marks compose with):
  * NFC within the bound, NFC again changes nothing, and a text the quick
  * check passes is its own NFC. */
@@ -99,7 +90,7 @@ static void test_every_code_point(void) {
         if (cp >= 0xD800 && cp < 0xE000) continue;
         char s[8];
         s[0] = 'a';
-        size_t len = 1 + put_utf8(s + 1, cp);
+        size_t len = 1 + ml_utf8_encode(cp, (unsigned char *)s + 1);
         for (int alone = 0; alone < 2; alone++) {
             const char *t = s + alone;
             size_t tl = len - (size_t)alone, n1, n2;
