@@ -58,7 +58,8 @@ lml_status ml_api_open(lml_model **out, const char *path, const void *data, size
     if (!path && !data) return ml_api_fail(err, ML_E_ARG, "model: expected a path or a buffer, got NULL");
     if (o->threads < 0 || o->threads > API_MAX_THREADS)
         return ml_api_fail(err, ML_E_ARG, "threads: expected 0 (default) .. 256");
-    if (o->context < 0) return ml_api_fail(err, ML_E_ARG, "context: expected 0 (the model's) or a positive length");
+    if (o->context < LML_CONTEXT_MODEL)
+        return ml_api_fail(err, ML_E_ARG, "context: expected 0 (default), LML_CONTEXT_MODEL (-1) or a positive length");
     if (o->batch < 0) return ml_api_fail(err, ML_E_ARG, "batch: expected 0 (default) or a positive token count");
     if (o->load < LML_LOAD_AUTO || o->load > LML_LOAD_TAKE)
         return ml_api_fail(err, ML_E_ARG, "load: expected LML_LOAD_AUTO, _MMAP, _READ or _TAKE (0 .. 3)");
@@ -77,7 +78,7 @@ lml_status ml_api_open(lml_model **out, const char *path, const void *data, size
     if (!h) return ml_api_fail(err, ML_E_NOMEM, "out of memory for the model handle");
     ml_open_opts oo = {.use_mmap = o->load == LML_LOAD_MMAP ? 1 : o->load == LML_LOAD_READ ? 0
                                  : o->load == LML_LOAD_TAKE ? ML_FILE_TAKE : ML_FILE_AUTO,
-                       .max_seq = o->context,
+                       .max_seq = o->context == LML_CONTEXT_MODEL ? 0 : o->context ? o->context : LML_DEFAULT_CONTEXT,
                        .n_threads = o->threads ? o->threads : ml_threads_default(),
                        .batch = o->batch ? o->batch : API_DEFAULT_BATCH, .all_logits = o->all_logits != 0};
     ml_err e = {{0}};

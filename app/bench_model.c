@@ -136,9 +136,14 @@ static int bench_model(const ml_bench_opts *o, const ml_bench_bw *bw, const char
                        size_t size, int nth) {
     lml_model *m;
     lml_error err = {{0}};
-    /* all_logits: the verification figure wants every row's logits. */
+    /* all_logits: the verification figure wants every row's logits. The
+     * context is what the runs reach, and at least a batch (the model caps
+     * it at its own; a batch is capped at the context). */
+    int reach = o->depth + o->tokens;
+    if (reach < o->prompt) reach = o->prompt;
+    if (reach < o->batch) reach = o->batch;
     lml_model_options oo = {.load = data ? LML_LOAD_TAKE : ml_cli_load_mode(o->use_mmap), .threads = nth,
-                            .batch = o->batch, .all_logits = 1};
+                            .context = reach, .batch = o->batch, .all_logits = 1};
     double t_open = ml_cli_now();
     lml_status s = data ? lml_model_open_memory(&m, data, size, &oo, &err) : lml_model_open(&m, o->model_path, &oo, &err);
     if (s) {

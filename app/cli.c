@@ -203,10 +203,10 @@ int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t m
                                    ML_CLI_MAX_BATCH, v);
             o->batch = n;
         } else { /* -c */
-            if (!ml_cli_int(v, 1, ML_CLI_MAX_CONTEXT, &n))
-                return usage_error(msg, msg_size, "-c: expected a context length in 1..%ld, got '%s'",
+            if (!ml_cli_int(v, 0, ML_CLI_MAX_CONTEXT, &n))
+                return usage_error(msg, msg_size, "-c: expected a context length in 1..%ld or 0 (the model's), got '%s'",
                                    ML_CLI_MAX_CONTEXT, v);
-            o->context = n;
+            o->context = ml_cli_context(n);
         }
     }
     if (!o->model) return usage_error(msg, msg_size, "missing -m model.mlb");

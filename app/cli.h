@@ -26,7 +26,7 @@ typedef struct {
     double temperature, topp;    /* --temp in [0, 1e6], --top-p in [0, 1] */
     unsigned long long seed;     /* -s; 0: not given (seed from the clock) */
     long threads;                /* -t in 1..256; default ml_threads_default() */
-    long context;                /* -c; 0: not given (the model's context) */
+    long context;                /* lml_model_options.context: 0 without -c (the default cap) */
     long batch;                  /* -b in 1..ML_CLI_MAX_BATCH; default ML_RUN_DEFAULT_BATCH */
     int use_mmap;                /* 0 with --no-mmap, 1 with --mmap; default ML_FILE_AUTO */
     long top_k;                  /* --top-k >= 0; 0: off */
@@ -54,6 +54,9 @@ typedef struct {
 #define ML_CLI_MAX_CONTEXT (1L << 20)
 /* The largest --lookup and --draft (model/speculate.h's ML_SPEC_MAX_DRAFT). */
 #define ML_CLI_MAX_DRAFT 64
+
+/* -c N as lml_model_options.context: -c 0 asks for the model's whole context. */
+static inline long ml_cli_context(long n) { return n ? n : LML_CONTEXT_MODEL; }
 
 /* Parse ml_run's argv into o. Returns ML_CLI_RUN; ML_EXIT_OK for -h/--help
  * (the caller prints usage); or ML_EXIT_USAGE with the reason in msg (the

@@ -46,8 +46,9 @@ static void usage(FILE *f) {
             "  -s SEED        random seed (default: from the clock)\n"
             "  -t N           threads (default: the CPUs this process may use, at most %d;\n"
             "                 1 in a THREADS=1 build)\n"
-            "  -c N           cap the context, and so the KV cache, at N tokens (an N above\n"
-            "                 the model's context has no effect)\n"
+            "  -c N           cap the context, and so the KV cache, at N tokens (default\n"
+            "                 4096, as llama.cpp; an N above the model's context has no\n"
+            "                 effect; 0 = the model's whole context)\n"
             "  -b N           prompt tokens per batch (default %d; 1 = token by token). The\n"
             "                 output is the same for every N; generation is token by token\n"
             "  --no-mmap      read the model into memory (default: when it takes at most half\n"
@@ -292,11 +293,15 @@ int ml_main(int argc, char **argv) {
     }
     lml_model_get_info(m, &info);
     double t_load = ml_cli_now() - t0;
+    /* A context below the model's (-c, or the default cap) says how to raise it. */
+    char capped[64] = "";
+    if (c->context < c->train_context)
+        snprintf(capped, sizeof capped, " (the model's %d: -c N raises it)", c->train_context);
     fprintf(stderr,
-            "ml_run: %s build, -t %d; prompt batch %d; model dim %d, %d layers, %d/%d heads, hidden %d, vocab %d, context %d, %s\n"
+            "ml_run: %s build, -t %d; prompt batch %d; model dim %d, %d layers, %d/%d heads, hidden %d, vocab %d, context %d%s, %s\n"
             "ml_run: weights %.2f MiB %s, arena %.2f MiB (KV cache %.2f MiB); loaded in %.1f ms\n",
             lml_build_isa(), c->threads, c->batch, c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->hidden_dim, c->vocab,
-            c->context, c->weights, c->weight_bytes / 1048576.0, c->storage, c->arena_bytes / 1048576.0,
+            c->context, capped, c->weights, c->weight_bytes / 1048576.0, c->storage, c->arena_bytes / 1048576.0,
             c->kv_bytes / 1048576.0, t_load * 1e3);
 
     /* Steps: explicit values must fit the context; the default shrinks to it. */
@@ -307,8 +312,8 @@ int ml_main(int argc, char **argv) {
     if ((rc = ml_run_spec_open(&spec, &o, m)) != ML_EXIT_OK) goto done;
     rc = ML_EXIT_FAIL;
     if (o.steps > c->context) {
-        fprintf(stderr, "ml_run: -n %ld exceeds the context of %d tokens (use -n 0 for all of it)\n",
-                o.steps, c->context);
+        fprintf(stderr, "ml_run: -n %ld exceeds the context of %d tokens (use -n 0 for all of it)%s\n",
+                o.steps, c->context, capped);
         rc = ML_EXIT_USAGE;
         goto done;
     }
@@ -330,8 +335,9 @@ int ml_main(int argc, char **argv) {
     }
     if (o.steps < 0 && n_prompt > steps) steps = c->context; /* a long prompt, no -n */
     if (n_prompt > steps) {
-        fprintf(stderr, "ml_run: the prompt is %d tokens, more than %s of %d\n", n_prompt,
-                n_prompt > c->context ? "the context" : "-n", n_prompt > c->context ? c->context : steps);
+        fprintf(stderr, "ml_run: the prompt is %d tokens, more than %s of %d%s\n", n_prompt,
+                n_prompt > c->context ? "the context" : "-n", n_prompt > c->context ? c->context : steps,
+                n_prompt > c->context ? capped : "");
         rc = ML_EXIT_USAGE;
         goto done;
     }

@@ -47,7 +47,8 @@
 
 typedef struct {
     const char *model, *tokenizer, *host, *api_key, *template_name, *name;
-    long port, threads, context, batch;
+    long port, threads, batch;
+    long context; /* -c; -1: not given (the library's default cap) */
     long max_queue, max_head, max_body, max_tokens, json_depth, timeout_ms;
 } srv_opts;
 
@@ -61,7 +62,8 @@ static void usage(FILE *f) {
             "  --api-key KEY        require 'Authorization: Bearer KEY' on /v1/\n"
             "  --chat-template NAME chatml, llama3, zephyr, llama2, deepseek-r1 (for /v1/chat/completions)\n"
             "  --name NAME          the model's id in the API (default: the file name)\n"
-            "  -t N, -c N, -b N     threads, context cap, prompt batch (as ml_run)\n"
+            "  -t N, -c N, -b N     threads, context cap (default 4096; 0: the model's),\n"
+            "                       prompt batch (as ml_run)\n"
             "  --max-queue N        connections held at once, served in turn (default 16)\n"
             "  --max-tokens N       the largest max_tokens a request may ask (default 4096)\n"
             "  --max-body N         request body bytes (default 262144)\n"
@@ -75,7 +77,8 @@ static void usage(FILE *f) {
 }
 
 static int parse_args(int argc, char **argv, srv_opts *o) {
-    *o = (srv_opts){.host = "127.0.0.1", .port = 8080, .threads = 0 /* the library's default */, .batch = ML_RUN_DEFAULT_BATCH,
+    *o = (srv_opts){.host = "127.0.0.1", .port = 8080, .threads = 0 /* the library's default */, .context = -1,
+                    .batch = ML_RUN_DEFAULT_BATCH,
                     .max_queue = 16, .max_head = 8192, .max_body = 262144, .max_tokens = 4096, .json_depth = 32,
                     .timeout_ms = 10000};
     for (int i = 1; i < argc; i += 2) { /* every option but -h takes a value */
@@ -88,7 +91,7 @@ static int parse_args(int argc, char **argv, srv_opts *o) {
             {"-m", &o->model, NULL, 0, 0}, {"-z", &o->tokenizer, NULL, 0, 0}, {"--host", &o->host, NULL, 0, 0},
             {"--api-key", &o->api_key, NULL, 0, 0}, {"--chat-template", &o->template_name, NULL, 0, 0},
             {"--name", &o->name, NULL, 0, 0}, {"--port", NULL, &o->port, 0, 65535},
-            {"-t", NULL, &o->threads, 1, 256}, {"-c", NULL, &o->context, 1, ML_CLI_MAX_CONTEXT},
+            {"-t", NULL, &o->threads, 1, 256}, {"-c", NULL, &o->context, 0, ML_CLI_MAX_CONTEXT},
             {"-b", NULL, &o->batch, 1, ML_CLI_MAX_BATCH}, {"--max-queue", NULL, &o->max_queue, 1, 1024},
             {"--max-tokens", NULL, &o->max_tokens, 1, ML_CLI_MAX_CONTEXT},
             {"--max-body", NULL, &o->max_body, 64, 1L << 26}, {"--max-head", NULL, &o->max_head, 512, 1L << 20},
@@ -961,7 +964,7 @@ static int start(server *sv) {
     int rc = listen_on(sv);
     if (rc != ML_CLI_RUN) return rc;
     /* The tokenizer apart, so that its failure is told as such. */
-    lml_model_options mo = {.no_tokenizer = 1, .threads = (int)o->threads, .context = (int)o->context,
+    lml_model_options mo = {.no_tokenizer = 1, .threads = (int)o->threads, .context = o->context < 0 ? 0 : (int)ml_cli_context(o->context),
                             .batch = (int)o->batch, .load = LML_LOAD_AUTO};
     char gguf_mlb[4096]; /* -m X.gguf: its cached .mlb (the API's id stays X.gguf's name) */
     const char *path = ml_cli_model_path("ml_server", o->model, gguf_mlb, sizeof gguf_mlb);

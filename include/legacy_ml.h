@@ -82,7 +82,9 @@ typedef struct {
                               (lml_model_load_tokenizer later) */
     int threads;           /* worker threads; 0: the CPUs this process may use, at
                               most 8 (1 in a library built without threads) */
-    int context;           /* cap the context (and KV cache) at this many tokens; 0: the model's */
+    int context;           /* cap the context (and KV cache) at this many tokens; 0: the
+                              model's, at most LML_DEFAULT_CONTEXT; LML_CONTEXT_MODEL: the
+                              model's whole context */
     int batch;             /* prompt tokens per forward step; 0: 128; 1: token by token.
                               Results are the same bits for every batch */
     int load;              /* how the file is held: LML_LOAD_AUTO (0: read into memory when
@@ -100,6 +102,12 @@ typedef struct {
 } lml_model_options;
 
 enum { LML_LOAD_AUTO = 0, LML_LOAD_MMAP = 1, LML_LOAD_READ = 2, LML_LOAD_TAKE = 3 };
+/* The default context: 4096 tokens (llama.cpp's programs' default) or the
+ * model's, if shorter. A model trained for 128K tokens would otherwise get
+ * a KV cache of gigabytes (Llama 3.2 1B: 8 GiB), more than a small machine
+ * or a 32-bit process can reserve. */
+#define LML_DEFAULT_CONTEXT 4096
+#define LML_CONTEXT_MODEL (-1)
 
 /* Open a .mlb model (tools/convert.py) at path; opts may be NULL. *out is
  * NULL on failure. A GGUF file is converted once into a cached .mlb (the
@@ -122,7 +130,7 @@ LML_API void lml_model_close(lml_model *m);
 
 typedef struct {
     int vocab;          /* tokens */
-    int context;        /* the context of this run (the model's, or opts.context) */
+    int context;        /* the context of this run (the model's, capped as opts.context says) */
     int train_context;  /* the context the model was trained for */
     int dim, n_layers, n_heads, n_kv_heads, hidden_dim;
     int threads;        /* workers actually used */

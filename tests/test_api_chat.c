@@ -307,6 +307,47 @@ static void test_load_take(const char *path) {
     GROUP_DONE("load: an image handed over (LML_LOAD_TAKE) has the mapped file's logits; refused for a file, a load outside 0 .. 3 refused", f0);
 }
 
+/* The context: LML_DEFAULT_CONTEXT by default for a model trained for more
+ * (its KV cache with it), the model's whole one with LML_CONTEXT_MODEL, N
+ * with N; below LML_CONTEXT_MODEL refused. */
+static void test_context(void) {
+    int f0 = tl_failed;
+    char path[] = "/tmp/ml_api_ctx_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "temp file");
+    if (fd < 0) return;
+    close(fd);
+    ml_mlb_header h = ml_mlb_make_header(64, 2, 4, 2, 96, 512, 8192, ML_TYPE_Q8_0, 1);
+    ml_err e = {{0}};
+    CHECK(ml_mlb_random_write(path, &h, 5, &e) == ML_OK, "write the model: %s", e.msg);
+    static const struct { int asked, context; } cases[] = {
+        {0, LML_DEFAULT_CONTEXT}, {LML_CONTEXT_MODEL, 8192}, {100, 100}, {8192, 8192}, {1 << 20, 8192}};
+    size_t kv_default = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        lml_model *m = NULL;
+        lml_error err = {{0}};
+        lml_model_options o = {.no_tokenizer = 1, .threads = 1, .context = cases[i].asked};
+        lml_model_info info = {0};
+        if (ml_api_open(&m, path, NULL, 0, &o, &err) == LML_OK) lml_model_get_info(m, &info);
+        CHECK(m && info.context == cases[i].context && info.train_context == 8192,
+              "context %d: expected %d (of 8192), got %d: %s", cases[i].asked, cases[i].context, info.context,
+              err.message);
+        if (!cases[i].asked) kv_default = info.kv_bytes;
+        if (cases[i].asked == LML_CONTEXT_MODEL)
+            CHECK(info.kv_bytes == 2 * kv_default, "the whole context's KV cache: %zu bytes, the default's %zu",
+                  info.kv_bytes, kv_default);
+        lml_model_close(m);
+    }
+    lml_model *m = NULL;
+    lml_error err = {{0}};
+    lml_model_options o = {.no_tokenizer = 1, .context = -2};
+    CHECK(ml_api_open(&m, path, NULL, 0, &o, &err) == LML_E_ARG && !m && strstr(err.message, "LML_CONTEXT_MODEL"),
+          "context -2: expected LML_E_ARG, got '%s'", err.message);
+    unlink(path);
+    GROUP_DONE("context: 4096 by default for a model of 8192, all of it with LML_CONTEXT_MODEL, N with N; -2 refused",
+               f0);
+}
+
 int ml_main(int argc, char **argv) {
     (void)argc, (void)argv;
     const char *models = getenv("MODELS") && *getenv("MODELS") ? getenv("MODELS") : "../shared/models";
@@ -334,6 +375,7 @@ int ml_main(int argc, char **argv) {
         test_tokens(m);
         test_sampler(m);
         test_load_take(path);
+        test_context();
     }
     lml_model_close(m);
     lml_model_close(bare);

@@ -72,8 +72,8 @@ done
 for v in -1 " -1" abc 1.5 "" 18446744073709551616; do
     expect "-s '$v'" 2 "-s: expected an integer >= 0, got '$v'" "${OK[@]}" -s "$v"
 done
-for v in 0 -5 abc "" 1048577; do
-    expect "-c '$v'" 2 "-c: expected a context length in 1..1048576, got '$v'" "${OK[@]}" -c "$v"
+for v in -1 -5 abc "" 1048577; do
+    expect "-c '$v'" 2 "-c: expected a context length in 1..1048576 or 0 (the model's), got '$v'" "${OK[@]}" -c "$v"
 done
 for v in 0 -1 abc 1.5 "" 1048577 99999999999999999999; do
     expect "-b '$v'" 2 "-b: expected a prompt batch size in 1..1048576, got '$v'" "${OK[@]}" -b "$v"
@@ -195,7 +195,7 @@ expect "prompt of context+1 tokens" 2 "the prompt is 65 tokens, more than the co
 expect "-n 0 is the whole context" 0 "tok/s" "${OK[@]}" -n 0 --temp 0
 # -c above the model's context: accepted, no effect (the banner says context 64).
 expect "-c above the context is accepted" 0 "context 64," "${OK[@]}" -c 100000 -n 0 --temp 0
-expect "-c below the context caps it" 0 "context 16," "${OK[@]}" -c 16 -n 0 --temp 0
+expect "-c below the context caps it, said with the model's" 0 "context 16 (the model's 64: -c N raises it)," "${OK[@]}" -c 16 -n 0 --temp 0
 
 # ---- output files: complete or absent -----------------------------------------
 # --logits/--ids: a run that fails after creating one deletes it; nothing
@@ -217,24 +217,34 @@ else
 fi
 expect "--ids to /dev/stdout works" 0 "tok/s" "${OK[@]}" -n 8 --temp 0 --ids /dev/stdout
 
-# ---- resource limits: ulimit -v 1 GiB; the default context does not fit ----
-# A model with a 2^20-token context needs a ~2.3 GiB arena (KV cache 2 GiB;
-# more than a 32-bit build can address, which the loader says up front);
+# ---- resource limits: ulimit -v 1 GiB; the model's whole context does not fit ----
+# A model with a 2^20-token context needs a ~2.3 GiB arena for all of it
+# (-c 0; KV cache 2 GiB; more than a 32-bit build can address, which the
+# loader says up front); by default the context is capped at 4096 tokens, and
 # -c 256 caps it to a few MiB. Address-space limits do not apply under ASan
 # (it reserves terabytes of shadow), valgrind or qemu.
+"$PYTHON" tools/gen_random.py "$tmp/long.mlb" --dim 64 --n-layers 4 --n-heads 4 --n-kv-heads 4 \
+    --hidden-dim 96 --vocab 320 --max-seq 1048576 --seed 3 >/dev/null || bad "gen_random long"
+expect "a 2^20-token model: the default context is 4096, said with how to raise it" 0 \
+    "context 4096 (the model's 1048576: -c N raises it)" -m "$tmp/long.mlb" -z "$T" -n 16 --temp 0
+expect "-c 0 is the model's whole context" 0 "context 64, " "${OK[@]}" -c 0 -n 8 --temp 0
 if [ -n "$RUNNER" ] || nm "$BIN" 2>/dev/null | grep -q __asan_init; then
     skip "ulimit -v: not meaningful under ${RUNNER:-ASan}"
 else
-    "$PYTHON" tools/gen_random.py "$tmp/long.mlb" --dim 64 --n-layers 4 --n-heads 4 --n-kv-heads 4 \
-        --hidden-dim 96 --vocab 320 --max-seq 1048576 --seed 3 >/dev/null || bad "gen_random long"
-    (ulimit -v 1048576; "$BIN" -m "$tmp/long.mlb" -z "$T" -n 16 --temp 0 >"$tmp/out" 2>"$tmp/err"); rc=$?
+    (ulimit -v 1048576; "$BIN" -m "$tmp/long.mlb" -z "$T" -c 0 -n 16 --temp 0 >"$tmp/out" 2>"$tmp/err"); rc=$?
     if [ $rc -eq 1 ] && grep -Eq 'arena: (cannot allocate|[0-9]+ bytes exceed this address space).*cap the context with -c' "$tmp/err"; then
-        ok "ulimit -v 1 GiB, 2^20 context: exit 1, the message suggests -c"
+        ok "ulimit -v 1 GiB, -c 0 of a 2^20 context: exit 1, the message suggests -c"
     else
-        bad "ulimit -v 1 GiB, 2^20 context: exit $rc: $(head -c 300 "$tmp/err")"
+        bad "ulimit -v 1 GiB, -c 0 of a 2^20 context: exit $rc: $(head -c 300 "$tmp/err")"
+    fi
+    (ulimit -v 1048576; "$BIN" -m "$tmp/long.mlb" -z "$T" -n 16 --temp 0 >"$tmp/out" 2>"$tmp/err"); rc=$?
+    if [ $rc -eq 0 ] && grep -q 'context 4096 ' "$tmp/err"; then
+        ok "ulimit -v 1 GiB, the default context: runs ($(grep -o 'arena [0-9.]* MiB' "$tmp/err"))"
+    else
+        bad "ulimit -v 1 GiB, the default context: exit $rc: $(head -c 300 "$tmp/err")"
     fi
     (ulimit -v 1048576; "$BIN" -m "$tmp/long.mlb" -z "$T" -c 256 -n 16 --temp 0 >"$tmp/out" 2>"$tmp/err"); rc=$?
-    if [ $rc -eq 0 ] && grep -q 'context 256,' "$tmp/err"; then
+    if [ $rc -eq 0 ] && grep -q 'context 256 ' "$tmp/err"; then
         ok "ulimit -v 1 GiB with -c 256: runs ($(grep -o 'arena [0-9.]* MiB' "$tmp/err"))"
     else
         bad "ulimit -v 1 GiB with -c 256: exit $rc: $(head -c 300 "$tmp/err")"
@@ -253,7 +263,7 @@ with open(path, "r+b") as f:
     f.seek(off)
     f.write(struct.pack("<f", float("nan")))
 PY
-    (ulimit -v 1048576; "$BIN" -m "$tmp/long.mlb" -z "$T" -n 16 --temp 0 >"$tmp/out" 2>"$tmp/err"); rc=$?
+    (ulimit -v 1048576; "$BIN" -m "$tmp/long.mlb" -z "$T" -c 0 -n 16 --temp 0 >"$tmp/out" 2>"$tmp/err"); rc=$?
     (ulimit -v 1048576; "$BIN" -m "$tmp/long.mlb" -z "$T" -c 256 -n 16 --temp 0 >"$tmp/out2" 2>"$tmp/err2"); rc2=$?
     if [ $rc -eq 1 ] && grep -q 'arena: ' "$tmp/err" && [ $rc2 -eq 1 ] && grep -q "final_norm" "$tmp/err2"; then
         ok "a NaN and a context that cannot be allocated: the arena is said first; with -c 256, the NaN"

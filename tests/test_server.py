@@ -593,6 +593,26 @@ def main():
     report(r.returncode == 2 and "512..1048576, got '200'" in r.stderr,
            f"options: a value out of range is refused, the range and the value said: {r.stderr.strip()[:120]}")
     test_bad_options(exe)
+    test_context(exe)
+
+
+def test_context(exe):
+    """The context: 4096 by default for a model trained for 8192 (its KV cache
+    with it), all of it with -c 0, N with -c N; -c -1 refused."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        model, tok = os.path.join(d, "long.mlb"), os.path.join(d, "long.bin")
+        subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gen_random.py"), model, "--vocab", "320",
+                        "--max-seq", "8192", "--tokenizer", tok], check=True, capture_output=True)
+        for args, want in (((), 4096), (("-c", "0"), 8192), (("-c", "100"), 100)):
+            p = subprocess.Popen([exe, "-m", model, "-z", tok, "--port", "0", *args], text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            line = p.stdout.readline()
+            p.send_signal(2)
+            p.wait(10)
+            report(f"context {want}," in line, f"context: {' '.join(args) or 'no -c'} serves {want} of 8192: {line.strip()[:120]}")
+        r = subprocess.run([exe, "-m", model, "-z", tok, "-c", "-1"], capture_output=True, text=True, timeout=30)
+        report(r.returncode == 2 and "0..1048576, got '-1'" in r.stderr, f"context: -c -1 refused: {r.stderr.strip()[:120]}")
 
 
 def test_bad_options(exe):

@@ -251,23 +251,29 @@ class Model:
     tokenizer=, the one a .mlb version 2 model embeds. Use it from one thread
     at a time; close() (or a with block) frees it. While a stream() is
     running on it (until its loop ends or it is closed), other calls raise
-    LegacyMLError, and close() stops the stream first."""
+    LegacyMLError, and close() stops the stream first.
+
+    context caps the context and its KV cache (the context attribute): by
+    default at 4096 tokens, or the model's if shorter (its train_context);
+    context=0 takes the model's whole context."""
 
     def __init__(self, path, tokenizer=None, threads=None, context=None, batch=None, mmap=None):
         self._h, self._stream = None, None
         self._lock = threading.Lock()  # held by a running generation: one call on the handle at a time
-        for name, v in (("threads", threads), ("context", context), ("batch", batch)):
+        for name, v, lo in (("threads", threads, 1), ("context", context, 0), ("batch", batch, 1)):
             if v is not None:
-                _int_arg(name, v, 1)
+                _int_arg(name, v, lo)
+        # the library's 0 is its default cap; its -1 (LML_CONTEXT_MODEL) is our 0
+        ctx = 0 if context is None else context or -1
         opts = _ModelOptions(tokenizer=os.fsencode(tokenizer) if tokenizer is not None else None,
-                             threads=threads or 0, context=context or 0, batch=batch or 0,
+                             threads=threads or 0, context=ctx, batch=batch or 0,
                              load=0 if mmap is None else 1 if mmap else 2, all_logits=1)
         h, err = C.c_void_p(), _Error()
         _check(_lib.lml_model_open(C.byref(h), os.fsencode(path), C.byref(opts), C.byref(err)), err)
         self._h = h
         info = _ModelInfo()
         _lib.lml_model_get_info(h, C.byref(info))
-        self.vocab, self.context = info.vocab, info.context
+        self.vocab, self.context, self.train_context = info.vocab, info.context, info.train_context
         # None: no tokenizer (a version-1 file without tokenizer=): logits only
         self.tokenizer_kind = info.tokenizer.decode() if info.tokenizer else None
         self._bos, self._eos, self._eot, self._add_bos = info.bos, info.eos, info.eot, bool(info.add_bos)

@@ -272,6 +272,24 @@ def test_closed_model_raises():
         m.tokenize("x")
 
 
+def test_context_default_cap(tmp_path):
+    """A model trained for more than 4096 tokens gets a context (and KV cache)
+    of 4096 by default, the whole of it with context=0, N with context=N."""
+    path = str(tmp_path / "long.mlb")
+    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gen_random.py"), path, "--vocab", "320",
+                    "--max-seq", "8192", "--seed", "3"], check=True, capture_output=True)
+    with legacy_ml.Model(path) as m:
+        assert (m.context, m.train_context) == (4096, 8192)
+    with legacy_ml.Model(path, context=0) as m:
+        assert m.context == 8192
+    with legacy_ml.Model(path, context=5000) as m:
+        assert m.context == 5000
+    with legacy_ml.Model(MODEL, tokenizer=TOK) as m:
+        assert m.context == m.train_context == 512
+    with pytest.raises(ValueError):
+        legacy_ml.Model(path, context=-1)
+
+
 def test_two_models_at_once():
     with legacy_ml.Model(MODEL, tokenizer=TOK) as a, legacy_ml.Model(MODEL, tokenizer=TOK, context=64) as b:
         assert b.context == 64
