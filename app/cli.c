@@ -20,6 +20,12 @@
 #include "core/threads.h"
 #include "model/gguf_mlb.h"
 
+const char *ml_cli_unalias(const char *a, const ml_cli_alias *t, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(a, t[i].alias)) return t[i].name;
+    return a;
+}
+
 int ml_cli_int(const char *s, long lo, long hi, long *out) {
     if (!s || !*s) return 0;
     char *end;
@@ -148,8 +154,11 @@ int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t m
     o->repeat_penalty = 1.0;
     o->repeat_last_n = 64;
     if (msg && msg_size) msg[0] = 0;
+    static const ml_cli_alias aliases[] = {{"--model", "-m"},  {"--prompt", "-i"},     {"--file", "-f"},
+                                           {"--seed", "-s"},   {"--threads", "-t"},    {"--ctx-size", "-c"},
+                                           {"--batch-size", "-b"}};
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
+        const char *a = ml_cli_unalias(argv[i], aliases, sizeof aliases / sizeof *aliases);
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) return ML_EXIT_OK;
         if (!strcmp(a, "--no-mmap") || !strcmp(a, "--mmap")) {
             o->use_mmap = !strcmp(a, "--mmap");
@@ -158,6 +167,8 @@ int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t m
         if (a[0] != '-')
             return usage_error(msg, msg_size, "unexpected argument '%s' (options only: the model is -m FILE, the "
                                "prompt -i TEXT)", a);
+        if (!strcmp(a, "--n-predict"))
+            return usage_error(msg, msg_size, "unknown option '%s' (-n N: tokens to run, the prompt's included)", a);
         if (!takes_value(a) && !extra_opt(a)) return usage_error(msg, msg_size, "unknown option '%s'", a);
         if (i + 1 >= argc) return usage_error(msg, msg_size, "option %s needs a value", a);
         const char *v = argv[++i];

@@ -16,6 +16,12 @@ int ml_cli_int(const char *s, long lo, long hi, long *out);
 int ml_cli_float(const char *s, double lo, double hi, double *out);
 int ml_cli_u64(const char *s, unsigned long long *out);
 
+/* llama.cpp's long name of an option and ours (the same meaning: an alias
+ * is listed only where the two agree; llama.cpp's -n counts no prompt). */
+typedef struct { const char *alias, *name; } ml_cli_alias;
+/* a's own name if t (n entries) lists it as an alias, else a. */
+const char *ml_cli_unalias(const char *a, const ml_cli_alias *t, size_t n);
+
 /* Seconds on a monotonic clock. */
 double ml_cli_now(void);
 

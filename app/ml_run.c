@@ -67,6 +67,8 @@ static void usage(FILE *f) {
             "  --cpu-info     print what this CPU supports and which build to use\n"
             "                 (--cpu-info --json: the same as one line of JSON)\n"
             "  --version      print the version and the build, and exit\n"
+            "llama.cpp's --model, --prompt, --file, --seed, --threads, --ctx-size and\n"
+            "--batch-size work too (-n differs: it counts the prompt's tokens as well)\n"
             "build: %s\n",
             ML_STOP_MAX, DEFAULT_STEPS, ML_THREADS_DEFAULT_MAX, ML_RUN_DEFAULT_BATCH, ML_CLI_MAX_DRAFT, ML_ISA_NAME);
 }

@@ -64,6 +64,8 @@ static void usage(FILE *f) {
             "  --name NAME          the model's id in the API (default: the file name)\n"
             "  -t N, -c N, -b N     threads, context cap (default 4096; 0: the model's),\n"
             "                       prompt batch (as ml_run)\n"
+            "  llama-server's --model, --threads, --ctx-size, --batch-size and --alias (--name)\n"
+            "  work too\n"
             "  --max-queue N        connections held at once, served in turn (default 16)\n"
             "  --max-tokens N       the largest max_tokens a request may ask (default 4096)\n"
             "  --max-body N         request body bytes (default 262144)\n"
@@ -81,8 +83,11 @@ static int parse_args(int argc, char **argv, srv_opts *o) {
                     .batch = ML_RUN_DEFAULT_BATCH,
                     .max_queue = 16, .max_head = 8192, .max_body = 262144, .max_tokens = 4096, .json_depth = 32,
                     .timeout_ms = 10000};
+    static const ml_cli_alias aliases[] = {{"--model", "-m"}, {"--threads", "-t"}, {"--ctx-size", "-c"},
+                                           {"--batch-size", "-b"}, {"--alias", "--name"}};
     for (int i = 1; i < argc; i += 2) { /* every option but -h takes a value */
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const char *a = ml_cli_unalias(argv[i], aliases, sizeof aliases / sizeof *aliases);
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return ML_EXIT_OK;

@@ -57,6 +57,19 @@ run -i "Once upon a time" -n 40 --temp 0 --ids "$tmp/t0.ids" >/dev/null 2>&1
 run -i "Once upon a time" -n 40 --temp 1e-40 -s 3 --ids "$tmp/tiny.ids" >/dev/null 2>&1
 check "sampler: --temp 1e-40 gives the greedy tokens" "[ -s '$tmp/t0.ids' ] && cmp -s '$tmp/t0.ids' '$tmp/tiny.ids'"
 
+# ---- llama.cpp's long names: the same run as the short ones ---------------------
+printf 'Once upon' >"$tmp/p.txt"
+run -i "Once upon" -n 40 -s 7 -t 1 -c 100 -b 4 --ids "$tmp/short.ids" >/dev/null 2>"$tmp/short.err"
+$RUNNER "$BUILD/ml_run" --model "$SM/stories260K_q8_0.mlb" -z "$SM/tok512.bin" --prompt "Once upon" -n 40 --seed 7 \
+    --threads 1 --ctx-size 100 --batch-size 4 --ids "$tmp/long.ids" >/dev/null 2>"$tmp/long.err"
+run --file "$tmp/p.txt" -n 40 -s 7 -t 1 --ids "$tmp/file.ids" >/dev/null 2>&1
+check "llama.cpp's --model --prompt --seed --threads --ctx-size --batch-size: -m -i -s -t -c -b's run" \
+    "[ -s '$tmp/short.ids' ] && cmp -s '$tmp/short.ids' '$tmp/long.ids' && cmp -s '$tmp/short.ids' '$tmp/file.ids' &&
+     grep -q 'context 100 ' '$tmp/long.err' && grep -q -- '-t 1; prompt batch 4;' '$tmp/long.err'"
+run --n-predict 5 >"$tmp/bad.out" 2>"$tmp/bad.err"; rc=$?
+check "--n-predict refused (exit 2), saying -n counts the prompt" \
+    "[ $rc = 2 ] && grep -q \"unknown option '--n-predict' (-n N: tokens to run, the prompt's included)\" '$tmp/bad.err'"
+
 # ---- -f FILE / -f - -------------------------------------------------------------
 G=(-n 60 --temp 0)
 run -i "Once upon a time" "${G[@]}" --ids "$tmp/i.ids" >"$tmp/i.txt" 2>/dev/null

@@ -604,13 +604,20 @@ def test_context(exe):
         model, tok = os.path.join(d, "long.mlb"), os.path.join(d, "long.bin")
         subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gen_random.py"), model, "--vocab", "320",
                         "--max-seq", "8192", "--tokenizer", tok], check=True, capture_output=True)
-        for args, want in (((), 4096), (("-c", "0"), 8192), (("-c", "100"), 100)):
+        for args, want in (((), 4096), (("-c", "0"), 8192), (("-c", "100"), 100), (("--ctx-size", "100"), 100)):
             p = subprocess.Popen([exe, "-m", model, "-z", tok, "--port", "0", *args], text=True,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             line = p.stdout.readline()
             p.send_signal(2)
             p.wait(10)
             report(f"context {want}," in line, f"context: {' '.join(args) or 'no -c'} serves {want} of 8192: {line.strip()[:120]}")
+        p = subprocess.Popen([exe, "--model", model, "-z", tok, "--port", "0", "--alias", "mine", "--threads", "1",
+                              "--batch-size", "8"], text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        line = p.stdout.readline()
+        p.send_signal(2)
+        p.wait(10)
+        report("model mine (" in line and "context 4096," in line,
+               f"llama-server's --model, --alias, --threads, --batch-size taken: {line.strip()[:120]}")
         r = subprocess.run([exe, "-m", model, "-z", tok, "-c", "-1"], capture_output=True, text=True, timeout=30)
         report(r.returncode == 2 and "0..1048576, got '-1'" in r.stderr, f"context: -c -1 refused: {r.stderr.strip()[:120]}")
 
