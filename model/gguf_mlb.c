@@ -40,7 +40,7 @@
 #define MAX_SEQ (1u << 20)
 #define MAX_PIECE 1024
 /* Bumped when this converter's output changes: cached files of an older one are not reused. */
-#define CONVERTER_VERSION "gguf_mlb 4"
+#define CONVERTER_VERSION "gguf_mlb 5"
 
 /* ======================================================== metadata -> header */
 
@@ -55,6 +55,7 @@ typedef struct {
     unsigned char *tok;   /* the embedded tokenizer.bin (tok_n bytes) */
     size_t tok_n;
     ml_gguf_str tmpl;     /* the chat template */
+    int f16_overflow;     /* a re-quantized block's scale is beyond fp16 (write_body failed) */
 } conv;
 
 /* key, or for ".x" the architecture's own key "<arch>.x" (in buf). */
@@ -225,20 +226,18 @@ static void gguf_name(char *buf, size_t cap, const ml_mlb_array *a) {
 /* The output type (gguf_in.py native_wtype): Q4_0 when the file has blocks
  * of 4 bits or fewer (Q4_0, Q4_1, Q2_K, Q3_K, Q4_K: a Q4_0, Q4_K_M, Q3_K_M
  * or Q2_K file) and no Q8_0 ones, so a small download stays small; else
- * Q8_0. The scale type
- * (convert.py --scales auto): F16 when the file has blocks of the output's
- * type, which then copy bit for bit; else F32. */
-static uint32_t native_wtype(const ml_gguf *g, uint32_t *stype) {
-    int q4 = 0, q4_0 = 0, q8 = 0;
+ * Q8_0. Its scales are fp16 (convert.py --scales auto for a GGUF), as the
+ * file's own: blocks of the output's type copy bit for bit, others are
+ * re-quantized with the scale rounded to fp16 (ml_gguf_convert falls back
+ * to fp32 when one is beyond fp16's range). */
+static uint32_t native_wtype(const ml_gguf *g) {
+    int q4 = 0, q8 = 0;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const uint32_t t = g->t[i].type;
         q4 |= t == ML_GGML_Q4_0 || t == ML_GGML_Q4_1 || t == ML_GGML_Q2_K || t == ML_GGML_Q3_K || t == ML_GGML_Q4_K;
-        q4_0 |= t == ML_GGML_Q4_0;
         q8 |= t == ML_GGML_Q8_0;
     }
-    const uint32_t wt = q4 && !q8 ? ML_TYPE_Q4_0 : ML_TYPE_Q8_0;
-    *stype = (wt == ML_TYPE_Q4_0 ? q4_0 : q8) ? ML_MLB_STYPE_F16 : ML_MLB_STYPE_F32;
-    return wt;
+    return q4 && !q8 ? ML_TYPE_Q4_0 : ML_TYPE_Q8_0;
 }
 
 static int type_taken(uint32_t type); /* below, with the dequantizers */
@@ -299,7 +298,8 @@ static ml_status check_tensors(conv *c, ml_err *err) {
                        (unsigned long long)vocab);
     c->h.vocab = (uint32_t)vocab;
     c->h.shared_classifier = ml_gguf_tensor_find(g, "output.weight") == NULL;
-    c->h.wtype = native_wtype(g, &c->h.stype);
+    c->h.wtype = native_wtype(g);
+    c->h.stype = ML_MLB_STYPE_F16;
     unsigned char *used = calloc(g->n_tensors ? (size_t)g->n_tensors : 1, 1);
     if (!used) return ml_errf(err, ML_E_NOMEM, "out of memory");
     ml_status s = ML_OK;
@@ -978,9 +978,11 @@ static ml_status matrix(conv *c, const ml_gguf_tensor *t, const char *name, cons
             uint64_t i = r * nb + b;
             int ok = wt == ML_TYPE_Q8_0 ? quantize_q8_block(row + b * ML_QK, (int8_t *)q + i * qb, &d[i], d16 ? &d16[i] : NULL)
                                         : quantize_q4_block(row + b * ML_QK, q + i * qb, &d[i], d16 ? &d16[i] : NULL);
-            if (!ok)
+            if (!ok) {
+                c->f16_overflow = 1;
                 return ml_errf(err, ML_E_FORMAT, "%s: tensor %s: row %llu block %u: its scale overflows fp16 (max "
-                               "65504); tools/convert.py --scales f32 converts it", c->path, name, (unsigned long long)r, b);
+                               "65504)", c->path, name, (unsigned long long)r, b);
+            }
         }
     }
     return ML_OK;
@@ -1067,12 +1069,18 @@ ml_status ml_gguf_convert(const char *gguf_path, const char *mlb_path, ml_err *e
     if (s) return s;
     if ((s = ml_gguf_open(&c.g, gguf_path, 1, err))) return s == ML_E_FORMAT ? tok_err(&c, s, err) : s;
     if (!(s = read_config(&c, err)) && !(s = check_tensors(&c, err)) && !(s = read_tokenizer(&c, err))) {
-        ml_outfile o;
-        memset(&o, 0, sizeof o);
-        s = ml_outfile_open(&o, "the cached model", mlb_path, err);
-        if (!s) s = write_body(&c, o.f, err);
-        if (!s) s = ml_outfile_commit(&o, err);
-        else ml_outfile_abort(&o);
+        /* fp16 scales, or fp32 when a re-quantized block's scale overflows
+         * fp16 (convert.py --scales auto does the same). */
+        for (int pass = 0; pass < 2; pass++) {
+            ml_outfile o;
+            memset(&o, 0, sizeof o);
+            s = ml_outfile_open(&o, "the cached model", mlb_path, err);
+            if (!s) s = write_body(&c, o.f, err);
+            if (!s) s = ml_outfile_commit(&o, err);
+            else ml_outfile_abort(&o);
+            if (!s || !c.f16_overflow || c.h.stype == ML_MLB_STYPE_F32) break;
+            c.h.stype = ML_MLB_STYPE_F32;
+        }
     }
     free(c.tok);
     ml_gguf_close(&c.g);

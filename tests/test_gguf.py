@@ -307,19 +307,19 @@ def f16_scales(rep, tmp, files):
 
 
 def auto_scales(rep, tmp):
-    """--scales auto, the default: fp16 for a GGUF with Q8_0/Q4_0 tensors of
-    the output's type (the bytes of --scales f16), unless --mlb-version 1;
-    fp32 for one converted to the other type (re-quantized), a
-    float-only GGUF, a llama2.c checkpoint and a Hugging Face folder (the
-    bytes of --scales f32: those outputs do not move)."""
+    """--scales auto, the default: fp16 for a GGUF (the bytes of --scales
+    f16: Q8_0/Q4_0 tensors of the output's type copied, others re-quantized
+    with fp16 scales), unless --mlb-version 1; fp32 for a llama2.c checkpoint
+    and a Hugging Face folder (the bytes of --scales f32: those outputs do
+    not move)."""
     hf = os.path.join(os.path.dirname(S260), "stories260K-hf")
     cases = [("Q8_0 GGUF", os.path.join(tmp, "s260_Q8_0.gguf"), (), "f16"),
              ("Q4_0 GGUF", os.path.join(tmp, "s260_Q4_0.gguf"), (), "f16"),
              ("Q8_0 GGUF --mlb-version 1", os.path.join(tmp, "s260_Q8_0.gguf"), ("--mlb-version", "1"), "f32"),
              ("Q8_0 GGUF --wtype q4_0 (nothing copied)", os.path.join(tmp, "s260_Q8_0.gguf"),
-              ("--wtype", "q4_0"), "f32"),
-             ("F32 GGUF", os.path.join(tmp, "s260_F32.gguf"), (), "f32"),
-             ("F16 GGUF --wtype q4_0", os.path.join(tmp, "s260_F16.gguf"), ("--wtype", "q4_0"), "f32"),
+              ("--wtype", "q4_0"), "f16"),
+             ("F32 GGUF", os.path.join(tmp, "s260_F32.gguf"), (), "f16"),
+             ("F16 GGUF --wtype q4_0", os.path.join(tmp, "s260_F16.gguf"), ("--wtype", "q4_0"), "f16"),
              ("llama2.c checkpoint", os.path.join(S260, "stories260K.bin"), (), "f32"),
              ("Hugging Face folder", hf, (), "f32")]
     for label, src, args, want in cases:

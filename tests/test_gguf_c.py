@@ -103,6 +103,19 @@ def small(rep, tmp, cache):
             tt = {k: tg.encode(v, qt) for k, v in t.items()}
             tg.write_gguf(path, meta, tt)
             same_as_python(g, qt, path, cache, tmp)
+    with rep.group("an F32 GGUF with a weight whose block scale overflows fp16 (1e7 / 127): fp32 scales "
+                   "from both converters, byte for byte (fp16 for the same file without it)") as g:
+        for big in (False, True):
+            path = os.path.join(tmp, f"small_big{int(big)}.gguf")
+            tt = dict(t)
+            if big:
+                tt["blk.0.attn_q.weight"] = tt["blk.0.attn_q.weight"].copy()
+                tt["blk.0.attn_q.weight"][3, 5] = 1e7
+            tg.write_gguf(path, meta, tt)
+            same_as_python(g, f"big {big}", path, cache, tmp)
+            h, _ = tg.mlb.read_mlb(os.path.join(tmp, "py.mlb"))
+            want = tg.mlb.STYPE_F32 if big else tg.mlb.STYPE_F16
+            g.check(h.get("stype", 0) == want, f"big {big}: stype {h.get('stype')}, expected {want}")
     with rep.group("a changed GGUF is converted again; refusals name what they refuse") as g:
         path = os.path.join(tmp, "small_Q8_0.gguf")
         st = os.stat(path)
@@ -152,12 +165,12 @@ def kquants(rep, tmp, cache):
     for label, tensors, want in (("Q4_K, Q5_K, Q6_K", t, tg.Q4), ("Q5_K, Q6_K", t5, tg.Q8),
                                  ("Q2_K, Q3_K, Q5_K, Q6_K", t2, tg.Q4)):
         with rep.group(f"K-quant mix ({label}) GGUF: the C conversion == convert.py, byte for byte; "
-                       f"{tg.mlb.WTYPE_NAMES[want]} with fp32 scales") as g:
+                       f"{tg.mlb.WTYPE_NAMES[want]} with fp16 scales") as g:
             path = os.path.join(tmp, f"kq{len(label)}.gguf")
             tg.write_gguf(path, meta, tensors)
             same_as_python(g, f"K-quant mix {label}", path, cache, tmp)
-            h = tg.Mlb(os.path.join(tmp, "py.mlb")).h
-            g.check(h["wtype"] == want and h.get("stype", 0) == tg.mlb.STYPE_F32, f"header {h}")
+            h, _ = tg.mlb.read_mlb(os.path.join(tmp, "py.mlb"))
+            g.check(h["wtype"] == want and h.get("stype", 0) == tg.mlb.STYPE_F16, f"header {h}")
     for qt, at in ((tg.GT.Q4_K, 0), (tg.GT.Q5_K, 2), (tg.GT.Q6_K, 208)):
         with rep.group(f"{qt.name} block with a NaN scale: refused by both converters, naming the tensor") as g:
             b, _ = tg.random_blocks(np.random.RandomState(9), 256, 256, qt)

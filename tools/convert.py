@@ -18,9 +18,9 @@ ones defaults to Q4_0. GGUF
 Q8_0/Q4_0 tensors of the output's type are copied block for block (with
 --scales f16, bit for bit: fp16 block scales as GGUF's, .mlb version 2;
 --scales f32 widens them exactly). The default, --scales auto, is f16 for a
-GGUF file that has Q8_0/Q4_0 tensors of the output's type (unless
---mlb-version 1) and f32 for every other input, whose output it leaves as it
-was. Errors go
+GGUF file (unless --mlb-version 1; its other tensors are re-quantized with the
+scale rounded to fp16, or f32 when one is beyond fp16's range) and f32 for
+every other input, whose output it leaves as it was. Errors go
 to stderr as "convert: error: ..." with exit code 1, and leave every file
 as it was: outputs are written to temporaries and renamed into place only
 when both are complete (tools/outfile.py), an output that is the input is
@@ -678,6 +678,28 @@ def mlb_version(src, h, asked):
     return h
 
 
+def write_outputs(src, h, out, tok_out, tokenizer):
+    """The model (and tokenizer) written: both complete in temporaries, then
+    both renamed, so each target holds its old content or the new one, never
+    a part. Returns (error stats, model bytes, the committed files)."""
+    c = src.cfg
+    stats = ErrorStats(h["wtype"], c["hidden_dim"], h["hidden_dim"])
+    staged = []
+    try:
+        if tokenizer is not None:
+            staged.append(outfile.AtomicFile(tok_out, "the tokenizer"))
+            staged[-1].f.write(tokenizer)
+        staged.append(outfile.AtomicFile(out, "the output"))
+        size = mlb.write_mlb(out, h, tensor_stream(src, h), on_tensor=stats, out=staged[-1])
+        for s in reversed(staged):
+            s.commit()
+    except BaseException:
+        for s in staged:
+            s.abort()
+        raise
+    return stats, size, staged
+
+
 def convert(inp, out, wtype_name, tok_out=None, asked_version=None, with_tokenizer=True,
             scales="auto"):
     named_tok = tok_out is not None
@@ -708,12 +730,14 @@ def convert(inp, out, wtype_name, tok_out=None, asked_version=None, with_tokeniz
               f"zero-padding to {h['hidden_dim']} (w1/w3 gain zero rows, w2 zero columns; "
               "exact since silu(0)*0 = 0)")
     check_config(c, inp, h["wtype"])
-    if scales == "auto":
-        # fp16 where it is lossless: a GGUF's Q8_0/Q4_0 blocks of the output's
-        # type keep their own scales bit for bit (model/gguf_mlb.c, which
-        # writes the default wtype, follows the same rule).
-        copied = h["wtype"] in getattr(src, "block_wtypes", ())
-        scales = "f16" if copied and asked_version != 1 else "f32"
+    # auto: fp16 for a GGUF, whose own scales are fp16 (its Q8_0/Q4_0 blocks
+    # of the output's type copy bit for bit, others are re-quantized with the
+    # scale rounded to fp16 as ggml rounds it; a scale beyond fp16's range
+    # falls back to fp32), fp32 for other inputs (their output as before).
+    # model/gguf_mlb.c, which writes the default wtype, follows the same rule.
+    auto = scales == "auto"
+    if auto:
+        scales = "f16" if isinstance(src, gguf_in.GGUFSource) and asked_version != 1 else "f32"
     if scales == "f16":
         if asked_version == 1:
             raise ConvertError("--scales f16 needs .mlb version 2 (--mlb-version 1 has fp32 scales only)")
@@ -723,22 +747,14 @@ def convert(inp, out, wtype_name, tok_out=None, asked_version=None, with_tokeniz
         mlb.check_shape(h)
     except mlb.MlbError as e:
         raise ConvertError(f"{inp}: {e}")
-    stats = ErrorStats(h["wtype"], c["hidden_dim"], h["hidden_dim"])
-    # Both files complete in temporaries, then both renamed: each target
-    # holds its old content or the new one, never a part.
-    staged = []
     try:
-        if tokenizer is not None:
-            staged.append(outfile.AtomicFile(tok_out, "the tokenizer"))
-            staged[-1].f.write(tokenizer)
-        staged.append(outfile.AtomicFile(out, "the output"))
-        size = mlb.write_mlb(out, h, tensor_stream(src, h), on_tensor=stats, out=staged[-1])
-        for s in reversed(staged):
-            s.commit()
-    except BaseException:
-        for s in staged:
-            s.abort()
-        raise
+        stats, size, staged = write_outputs(src, h, out, tok_out, tokenizer)
+    except mlb.F16Overflow as e:
+        if not auto:
+            raise
+        print(f"convert: note: {e}: fp32 scales instead")
+        h = dict(h, stype=mlb.STYPE_F32)
+        stats, size, staged = write_outputs(src, h, out, tok_out, tokenizer)
     for s in reversed(staged):
         if s.replaces:
             what = "tokenizer (written beside the model; --tokenizer puts it elsewhere)" \
@@ -784,8 +800,8 @@ def main(argv=None):
     ap.add_argument("--scales", choices=("auto", "f16", "f32"), default="auto",
                     help="block scale type: f16 (.mlb version 2; a GGUF Q8_0/Q4_0 matrix is copied "
                     "bit for bit, and the file is GGUF's size), f32 (any version) or auto (default: "
-                    "f16 for a GGUF file with Q8_0/Q4_0 tensors of the output's type, unless "
-                    "--mlb-version 1; else f32)")
+                    "f16 for a GGUF file, unless --mlb-version 1 or a scale overflows fp16; "
+                    "else f32)")
     ap.add_argument("--no-tokenizer", action="store_true",
                     help="do not read, write or embed the input's tokenizer")
     args = ap.parse_args(argv)

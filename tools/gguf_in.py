@@ -167,9 +167,6 @@ class GGUFSource:
                             f"for the input's {'/'.join(four)} blocks ({'Q4_0 copied, ' if 'Q4_0' in counts else ''}"
                             f"{'/'.join(requant)} re-quantized: --wtype q8_0 keeps more of their precision)")
         self.keep_wtype = None   # set by the converter: blocks of this type are copied
-        # The .mlb wtypes of its Q8_0/Q4_0 tensors: an output of one of them
-        # copies those blocks, and convert.py's --scales auto keeps their fp16 scales.
-        self.block_wtypes = {LOSSLESS[k] for k in counts if k in LOSSLESS}
 
     # ---------------------------------------------------------- metadata
     def _get(self, key, default=_MISSING):

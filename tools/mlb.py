@@ -290,6 +290,10 @@ def _blocks(x):
     return x.reshape(-1, QK)
 
 
+class F16Overflow(MlbError):
+    """A block's scale is beyond fp16's range (65504)."""
+
+
 def _f16_scales(d):
     """d (float32) rounded to fp16 (numpy: to nearest, ties to even, as
     core/quant.h ml_f32_to_f16), and 1/d16 in float32 (0 where d16 is 0)."""
@@ -297,7 +301,7 @@ def _f16_scales(d):
         d16 = d.astype(np.float16)
     if not np.isfinite(d16).all():
         i = int(np.flatnonzero(~np.isfinite(d16))[0])
-        raise MlbError(f"block {i}: scale {float(d[i]):g} overflows fp16 (max 65504); "
+        raise F16Overflow(f"block {i}: scale {float(d[i]):g} overflows fp16 (max 65504); "
                        "use fp32 scales")
     inv = np.zeros_like(d)
     np.divide(np.float32(1), d16.astype(np.float32), out=inv, where=d16 != 0)
