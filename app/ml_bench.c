@@ -37,7 +37,7 @@ static void usage(FILE *f) {
             "  --f16-scales     random weights with fp16 block scales (.mlb version 2, stype 1)\n"
             "  --prefetch P     the avx512vnni matvec's streaming: l1 (Zen 5's: prefetch into\n"
             "                   L1, Q8_0 in row runs) | l2 (prefetch into L2) | hw (Zen 4's: Q8_0\n"
-            "                   rows of 2048+ left to the hardware prefetchers, Q4_0 into L1)\n"
+            "                   read into memory left to the hardware prefetchers, Q4_0 into L1)\n"
             "                   | auto (default: l1 on AMD family 26 and later, hw on family\n"
             "                   25, else l2); the same results either way\n"
             "  --bw             after each model figure, the memory read bandwidth with as\n"

@@ -14,9 +14,9 @@
  *    into L1 and Q8_0 in row runs (TinyLlama decode 1.14-1.27x Q8_0,
  *    1.09-1.19x Q4_0); "AMD Zen 5, row runs".
  *  - ML_STREAM_HW: for 1 or 2 tokens of a packed matrix (the weights read
- *    into memory), Q8_0 rows of 2048 or more with no software prefetch,
- *    the hardware prefetchers alone; shorter Q8_0 rows into L2, Q4_0 into
- *    L1; a mapped file's matrices and batches of 3 or more into L2
+ *    into memory), Q8_0 with no software prefetch, the hardware
+ *    prefetchers alone; Q4_0 into L1; a mapped file's matrices and batches
+ *    of 3 or more into L2
  *    (kernels/avx512vnni/matvec_body.h, ml_avx512_stream). AMD family 25
  *    (Zen 4; Zen 3, the rest of the family, has no AVX-512), where
  *    prefetches into L2 slowed TinyLlama's Q8_0 decode 1.3x, into L1 1.1x;

@@ -344,20 +344,21 @@ ML_INLINE void ml_avx512_matvec_pf(float *y, const ml_qtensor *W, const ml_qact 
 
 /* How n_tok tokens of matrix W of type t stream: core/tune.h's mode, but
  * ML_STREAM_HW (Zen 4) is, for 1 or 2 tokens of a packed matrix (one
- * linear stream: the weights read into memory), Q8_0 rows of 2048 or more
- * without software prefetches, shorter ones into L2, Q4_0 into L1; the
- * rest prefetches into L2: row-major matrices (a mapped file's, read 16
- * rows at a time) and batches of 3 or more. TinyLlama, 1 thread: mapped,
- * Q8_0 left to the hardware decoded 0.72x as fast, Q4_0 into L1 0.49x;
- * Q8_0 batches of 2 tokens ran 1.25x faster without prefetches, 4 tokens
- * 1.2-1.3x slower, 8 at half the speed; Q4_0's 8 tokens 1.07x slower into
- * L1 (docs/PERF.md "AMD Zen 4, the hardware prefetchers"). */
+ * linear stream: the weights read into memory), Q8_0 without software
+ * prefetches and Q4_0 into L1; the rest prefetches into L2: row-major
+ * matrices (a mapped file's, read 16 rows at a time) and batches of 3 or
+ * more. TinyLlama, 1 thread: mapped, Q8_0 left to the hardware decoded
+ * 0.72x as fast, Q4_0 into L1 0.49x; Q8_0 batches of 2 tokens ran 1.25x
+ * faster without prefetches, 4 tokens 1.2-1.3x slower, 8 at half the speed;
+ * Q4_0's 8 tokens 1.07x slower into L1; Q8_0 rows shorter than 2048 (Qwen3
+ * 0.6B's 1024, stories110M's 768, SmolLM2's 576) decoded 1.1-1.3x faster
+ * without prefetches too (docs/PERF.md "AMD Zen 4, the hardware
+ * prefetchers" and "every Q8_0 row"). */
 ML_INLINE int ml_avx512_stream(const ml_qtensor *W, ml_type t, int n_tok) {
     const int m = ml_stream();
     if (m != ML_STREAM_HW) return m;
     if (n_tok > 2 || W->layout != ML_LAYOUT_R16) return ML_STREAM_L2;
-    if (t == ML_TYPE_Q4_0) return ML_STREAM_L1;
-    return W->cols >= 2048 ? ML_STREAM_HW : ML_STREAM_L2;
+    return t == ML_TYPE_Q4_0 ? ML_STREAM_L1 : ML_STREAM_HW;
 }
 
 /* CALL(mode) with mode ml_avx512_stream's MODE as a constant: a copy of
