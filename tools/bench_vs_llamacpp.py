@@ -335,13 +335,17 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=int(os.environ.get("ROUNDS", "3")))
     ap.add_argument("--reps", type=int, default=3, help="runs per figure in each program (default 3)")
     ap.add_argument("--isa", help="our build to compare (default: the best this CPU runs)")
-    ap.add_argument("--cache", help=f"cache folder (default {llamacpp_build.cache_dir()})")
+    ap.add_argument("--llamacpp", metavar="VERSION", default=llamacpp_build.VERSION,
+                    help=f"the llama-cpp-python sdist whose llama.cpp is built (default {llamacpp_build.VERSION}; "
+                    "0.3.16 loads Qwen3), into a cache folder of its own")
+    ap.add_argument("--cache", help=f"cache folder (default {llamacpp_build.cache_dir()}, named by --llamacpp)")
     ap.add_argument("--save", metavar="FILE", help="also write the measured figures as JSON")
     ap.add_argument("--from", dest="load", metavar="FILE", help="print the table of a --save file; measure nothing")
     ap.add_argument("--env", action="store_true",
                     help="measure nothing: make llama-bench and the GGUF file of one shape and type, and print "
                     "them as LLAMA_BENCH and LLAMA_MODEL for tools/bench_under_load.sh (eval \"$(...)\")")
     opts = ap.parse_args(argv)
+    llamacpp_build.VERSION = opts.llamacpp  # cache_dir(), the download and the report follow it
     if opts.rounds < 1 or opts.reps < 1:
         ap.error("--rounds and --reps must be at least 1")
     if opts.env:
