@@ -969,8 +969,9 @@ static int start(server *sv) {
     int rc = listen_on(sv);
     if (rc != ML_CLI_RUN) return rc;
     /* The tokenizer apart, so that its failure is told as such. */
-    lml_model_options mo = {.no_tokenizer = 1, .threads = (int)o->threads, .context = o->context < 0 ? 0 : (int)ml_cli_context(o->context),
-                            .batch = (int)o->batch, .load = LML_LOAD_AUTO};
+    lml_model_options mo = {.no_tokenizer = 1, .threads = (int)o->threads,
+                            .context = o->context < 0 ? 0 : (int)ml_cli_context(o->context), .batch = (int)o->batch,
+                            .load = LML_LOAD_AUTO};
     char gguf_mlb[4096]; /* -m X.gguf: its cached .mlb (the API's id stays X.gguf's name) */
     const char *path = ml_cli_model_path("ml_server", o->model, gguf_mlb, sizeof gguf_mlb);
     if (!path) return ML_EXIT_FAIL;
