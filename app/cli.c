@@ -167,7 +167,7 @@ int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t m
         if (a[0] != '-')
             return usage_error(msg, msg_size, "unexpected argument '%s' (options only: the model is -m FILE, the "
                                "prompt -i TEXT)", a);
-        if (!strcmp(a, "--n-predict"))
+        if (!strcmp(a, "--n-predict") || !strcmp(a, "--predict"))
             return usage_error(msg, msg_size, "unknown option '%s' (-n N: tokens to run, the prompt's included)", a);
         if (!takes_value(a) && !extra_opt(a)) return usage_error(msg, msg_size, "unknown option '%s'", a);
         if (i + 1 >= argc) return usage_error(msg, msg_size, "option %s needs a value", a);
@@ -215,7 +215,8 @@ int ml_run_parse_args(int argc, char **argv, ml_run_opts *o, char *msg, size_t m
             o->batch = n;
         } else { /* -c */
             if (!ml_cli_int(v, 0, ML_CLI_MAX_CONTEXT, &n))
-                return usage_error(msg, msg_size, "-c: expected a context length in 1..%ld or 0 (the model's), got '%s'",
+                return usage_error(msg, msg_size,
+                                   "-c: expected a context length in 1..%ld or 0 (the model's), got '%s'",
                                    ML_CLI_MAX_CONTEXT, v);
             o->context = ml_cli_context(n);
         }

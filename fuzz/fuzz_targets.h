@@ -472,7 +472,7 @@ static inline void fuzz_cli(const uint8_t *d, size_t n) {
         FUZZ_ASSERT(o.model && o.prompt, "paths");
         FUZZ_ASSERT(o.steps >= -1 && o.steps <= (1L << 30), "-n range");
         FUZZ_ASSERT(o.threads >= 1 && o.threads <= 256, "-t range");
-        FUZZ_ASSERT(o.context >= 0 && o.context <= (1L << 30), "-c range");
+        FUZZ_ASSERT(o.context >= LML_CONTEXT_MODEL && o.context <= (1L << 30), "-c range");
         FUZZ_ASSERT(o.temperature >= 0.0 && o.temperature <= 1e6, "--temp range");
         FUZZ_ASSERT(o.topp >= 0.0 && o.topp <= 1.0, "--top-p range");
         FUZZ_ASSERT(o.use_mmap == 0 || o.use_mmap == 1 || o.use_mmap == ML_FILE_AUTO, "--no-mmap / --mmap");

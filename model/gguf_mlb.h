@@ -14,9 +14,9 @@
  *   Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (dequantized as the gguf package does, then
  *   quantized with the Python converter's rounding). The output is Q4_0 when
  *   the file has matrices of 4 bits or fewer (Q4_0, Q4_1, Q2_K, Q3_K, Q4_K)
- *   and no Q8_0 ones, else Q8_0; its block scales
- *   are fp16 (stype 1) when it has either, as convert.py's --scales auto, and
- *   every quantized block's scale is then rounded to fp16 first; else fp32.
+ *   and no Q8_0 ones, else Q8_0; its block scales are fp16 (stype 1), as
+ *   convert.py's --scales auto, every quantized block's scale rounded to
+ *   fp16 first; fp32 when one is beyond fp16's range.
  * Anything else is ML_E_FORMAT naming it (tools/convert.py refuses it too).
  * The GGUF is only read; the .mlb is written atomically (core/outfile.h). */
 #ifndef ML_GGUF_MLB_H

@@ -116,6 +116,13 @@ def small(rep, tmp, cache):
             h, _ = tg.mlb.read_mlb(os.path.join(tmp, "py.mlb"))
             want = tg.mlb.STYPE_F32 if big else tg.mlb.STYPE_F16
             g.check(h.get("stype", 0) == want, f"big {big}: stype {h.get('stype')}, expected {want}")
+        rc, so, _ = tg.run(tg.CONVERT, path, os.path.join(tmp, "big.mlb"))
+        g.check(rc == 0 and "note: layers.0.wq: block 3: scale 78740.2 overflows fp16 (max 65504); fp32 scales instead"
+                in so, f"convert.py's note: {so[-300:]}")
+        rc, _, se = tg.run(tg.CONVERT, path, os.path.join(tmp, "big.mlb"), "--scales", "f16")
+        g.check(rc == 1 and "layers.0.wq: block 3: scale 78740.2 overflows fp16 (max 65504); --scales f32 "
+                "converts it" in se,
+                f"--scales f16: exit {rc}, {se[-300:]}")
     with rep.group("a changed GGUF is converted again; refusals name what they refuse") as g:
         path = os.path.join(tmp, "small_Q8_0.gguf")
         st = os.stat(path)

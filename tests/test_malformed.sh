@@ -227,7 +227,9 @@ expect "--ids to /dev/stdout works" 0 "tok/s" "${OK[@]}" -n 8 --temp 0 --ids /de
     --hidden-dim 96 --vocab 320 --max-seq 1048576 --seed 3 >/dev/null || bad "gen_random long"
 expect "a 2^20-token model: the default context is 4096, said with how to raise it" 0 \
     "context 4096 (the model's 1048576: -c N raises it)" -m "$tmp/long.mlb" -z "$T" -n 16 --temp 0
-expect "-c 0 is the model's whole context" 0 "context 64, " "${OK[@]}" -c 0 -n 8 --temp 0
+"$PYTHON" tools/gen_random.py "$tmp/long8k.mlb" --vocab 320 --max-seq 8192 --seed 3 >/dev/null || bad "gen_random long8k"
+expect "-c 0 is the model's whole context (8192, not the default 4096)" 0 "context 8192, " \
+    -m "$tmp/long8k.mlb" -z "$T" -c 0 -n 8 --temp 0
 if [ -n "$RUNNER" ] || nm "$BIN" 2>/dev/null | grep -q __asan_init; then
     skip "ulimit -v: not meaningful under ${RUNNER:-ASan}"
 else

@@ -66,9 +66,11 @@ run --file "$tmp/p.txt" -n 40 -s 7 -t 1 --ids "$tmp/file.ids" >/dev/null 2>&1
 check "llama.cpp's --model --prompt --seed --threads --ctx-size --batch-size: -m -i -s -t -c -b's run" \
     "[ -s '$tmp/short.ids' ] && cmp -s '$tmp/short.ids' '$tmp/long.ids' && cmp -s '$tmp/short.ids' '$tmp/file.ids' &&
      grep -q 'context 100 ' '$tmp/long.err' && grep -q -- '-t 1; prompt batch 4;' '$tmp/long.err'"
-run --n-predict 5 >"$tmp/bad.out" 2>"$tmp/bad.err"; rc=$?
-check "--n-predict refused (exit 2), saying -n counts the prompt" \
-    "[ $rc = 2 ] && grep -q \"unknown option '--n-predict' (-n N: tokens to run, the prompt's included)\" '$tmp/bad.err'"
+for a in --n-predict --predict; do
+    run $a 5 >"$tmp/bad.out" 2>"$tmp/bad.err"; rc=$?
+    check "$a refused (exit 2), saying -n counts the prompt" \
+        "[ $rc = 2 ] && grep -q \"unknown option '$a' (-n N: tokens to run, the prompt's included)\" '$tmp/bad.err'"
+done
 
 # ---- -f FILE / -f - -------------------------------------------------------------
 G=(-n 60 --temp 0)

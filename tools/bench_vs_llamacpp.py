@@ -370,8 +370,10 @@ def main(argv=None):
     command = shlex.join(["tools/bench_vs_llamacpp.py"] + (argv if argv is not None else sys.argv[1:]))
 
     def header(isa, rounds):
+        source = (f"llama.cpp built in {opts.cache}" if opts.cache else
+                  f"llama.cpp from llama-cpp-python {llamacpp_build.VERSION}'s sdist")
         return (f"$ {command}  ({rounds} rounds)\n{started}, {cpu_name()}, {os.cpu_count()} CPUs; "
-                f"llama.cpp from llama-cpp-python {llamacpp_build.VERSION}'s sdist; ours: {isa} build")
+                f"{source}; ours: {isa} build")
 
     def save(records, isa, rounds):
         """After every round: a run stopped early keeps its finished rounds."""

@@ -751,8 +751,8 @@ def convert(inp, out, wtype_name, tok_out=None, asked_version=None, with_tokeniz
         stats, size, staged = write_outputs(src, h, out, tok_out, tokenizer)
     except mlb.F16Overflow as e:
         if not auto:
-            raise
-        print(f"convert: note: {e}: fp32 scales instead")
+            raise ConvertError(f"{e}; --scales f32 converts it") from None
+        print(f"convert: note: {e}; fp32 scales instead")
         h = dict(h, stype=mlb.STYPE_F32)
         stats, size, staged = write_outputs(src, h, out, tok_out, tokenizer)
     for s in reversed(staged):

@@ -301,8 +301,7 @@ def _f16_scales(d):
         d16 = d.astype(np.float16)
     if not np.isfinite(d16).all():
         i = int(np.flatnonzero(~np.isfinite(d16))[0])
-        raise F16Overflow(f"block {i}: scale {float(d[i]):g} overflows fp16 (max 65504); "
-                       "use fp32 scales")
+        raise F16Overflow(f"block {i}: scale {float(d[i]):g} overflows fp16 (max 65504)")
     inv = np.zeros_like(d)
     np.divide(np.float32(1), d16.astype(np.float32), out=inv, where=d16 != 0)
     return d16, inv
@@ -463,7 +462,10 @@ def _write_body(f, h, tensors, on_tensor):
                                        "use fp32 scales")
                     d = d16
             else:
-                q, d = quantize(h["wtype"], x, f16)
+                try:
+                    q, d = quantize(h["wtype"], x, f16)
+                except F16Overflow as e:
+                    raise F16Overflow(f"{name}: {e}") from None
             _write_at(f, offsets[name + ".q"], q)
             _write_at(f, offsets[name + ".d"], d.astype(scale_dtype(h)))
         if on_tensor:
